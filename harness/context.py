@@ -1,0 +1,172 @@
+"""Context assembly: what the model is handed on each call, as a pure function of values.
+
+The order is fixed so the provider's prompt-cache prefix stays stable from call to call:
+the system block (the system prompt, then the tool list), then the verbatim entries from the
+latest cut, in log order. Each block carries its token count so the same value answers
+`GET /context`, feeds the context meter and becomes the model request. A tool call is never
+separated from its result: a call whose result is missing (a crash mid-tool) gets an error
+result, and a result whose call is not in view is left out.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal, assert_never
+
+from harness.messages import (
+    AssistantMessage,
+    LogEntry,
+    Message,
+    ModelRequest,
+    SystemMessage,
+    ToolCall,
+    ToolResultMessage,
+    ToolSpec,
+    UserMessage,
+)
+from harness.tokens import estimate_tokens
+
+BlockKind = Literal["system", "memory", "summary", "state", "entry"]
+MISSING_RESULT = "No result was recorded for this call (the turn was interrupted)."
+
+
+@dataclass(frozen=True, kw_only=True)
+class Block:
+    kind: BlockKind
+    role: str
+    text: str
+    tokens: int
+    seq: int | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class Context:
+    blocks: tuple[Block, ...]
+    messages: tuple[Message, ...]
+    tools: tuple[ToolSpec, ...]
+
+    @property
+    def tokens(self) -> int:
+        return sum(block.tokens for block in self.blocks)
+
+    def request(self, max_output_tokens: int | None) -> ModelRequest:
+        return ModelRequest(
+            messages=self.messages, tools=self.tools, max_output_tokens=max_output_tokens
+        )
+
+
+def assemble(
+    *, system_prompt: str, tools: Sequence[ToolSpec], entries: Sequence[LogEntry]
+) -> Context:
+    blocks: list[Block] = []
+    messages: list[Message] = []
+    if system_prompt:
+        blocks.append(system_block(system_prompt))
+        messages.append(SystemMessage(text=system_prompt))
+    if tools:
+        blocks.append(tools_block(tools))
+    for entry, message in paired(entry_messages(entries)):
+        messages.append(message)
+        blocks.append(entry_block(entry, message))
+    return Context(blocks=tuple(blocks), messages=tuple(messages), tools=tuple(tools))
+
+
+def system_block(system_prompt: str) -> Block:
+    return Block(
+        kind="system", role="system", text=system_prompt, tokens=estimate_tokens(system_prompt)
+    )
+
+
+def tools_block(tools: Sequence[ToolSpec]) -> Block:
+    text = json.dumps(
+        [{"name": t.name, "description": t.description, "parameters": t.parameters} for t in tools]
+    )
+    return Block(kind="system", role="tools", text=text, tokens=estimate_tokens(text))
+
+
+def entry_block(entry: LogEntry, message: Message) -> Block:
+    text = message_text(message)
+    counted = entry.tokens is not None and entry.kind == message.kind
+    tokens = entry.tokens if counted and entry.tokens is not None else estimate_tokens(text)
+    return Block(kind="entry", role=message.kind, text=text, tokens=tokens, seq=entry.seq)
+
+
+def message_text(message: Message) -> str:
+    if isinstance(message, AssistantMessage) and message.tool_calls:
+        calls = "\n".join(f"→ {c.name}({c.arguments})" for c in message.tool_calls)
+        return f"{message.text}\n{calls}".strip()
+    return message.text
+
+
+def entry_messages(entries: Sequence[LogEntry]) -> list[tuple[LogEntry, Message]]:
+    """The model-visible entries as messages, in log order."""
+    out: list[tuple[LogEntry, Message]] = []
+    for entry in entries:
+        message = entry_message(entry)
+        if message is not None:
+            out.append((entry, message))
+    return out
+
+
+def entry_message(entry: LogEntry) -> Message | None:
+    data = entry.data
+    match entry.kind:
+        case "user" | "answer":
+            return UserMessage(text=entry.content)
+        case "command":
+            return UserMessage(text=str(data.get("expansion") or entry.content))
+        case "assistant":
+            return AssistantMessage(
+                text=entry.content,
+                tool_calls=tuple(ToolCall(**call) for call in data.get("tool_calls", ())),
+                reasoning=data.get("reasoning"),
+                provider_details=data.get("provider_details"),
+            )
+        case "tool_result":
+            return ToolResultMessage(
+                call_id=str(data.get("call_id", "")),
+                name=str(data.get("name", "")),
+                text=entry.content,
+                is_error=bool(data.get("is_error", False)),
+            )
+        case "subagent_result":
+            return UserMessage(text=f"[subagent {data.get('type', '')} result]\n{entry.content}")
+        case "timer":
+            return UserMessage(text=f"[timer fired] {entry.content}")
+        case "boundary" | "notice":
+            return None
+        case _:
+            assert_never(entry.kind)
+
+
+def paired(items: list[tuple[LogEntry, Message]]) -> list[tuple[LogEntry, Message]]:
+    """Every tool call followed by exactly its results; orphans dropped, gaps filled."""
+    out: list[tuple[LogEntry, Message]] = []
+    open_calls: dict[str, tuple[LogEntry, ToolCall]] = {}
+    for entry, message in items:
+        if isinstance(message, ToolResultMessage):
+            if open_calls.pop(message.call_id, None) is not None:
+                out.append((entry, message))
+            continue
+        out.extend(close_open_calls(open_calls))
+        if isinstance(message, AssistantMessage):
+            open_calls = {call.id: (entry, call) for call in message.tool_calls}
+        out.append((entry, message))
+    out.extend(close_open_calls(open_calls))
+    return out
+
+
+def close_open_calls(
+    open_calls: dict[str, tuple[LogEntry, ToolCall]],
+) -> list[tuple[LogEntry, Message]]:
+    closed: list[tuple[LogEntry, Message]] = [
+        (
+            entry,
+            ToolResultMessage(call_id=call.id, name=call.name, text=MISSING_RESULT, is_error=True),
+        )
+        for entry, call in open_calls.values()
+    ]
+    open_calls.clear()
+    return closed

@@ -1,0 +1,53 @@
+"""The interfaces the core needs from the outside world, and nothing more.
+
+The turn loop reads and appends log entries through `TranscriptStore` and publishes what
+streams through `EventSink`. The Django apps implement both on the ORM and the channel
+layer; tests use the in-memory versions in `harness.testing`. Every method is async so the
+loop never blocks on I/O, whatever is behind it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol
+
+from harness.messages import EntryKind, LogEntry
+
+
+class TranscriptStore(Protocol):
+    async def context_entries(self, session_id: int) -> Sequence[LogEntry]:
+        """The log from the latest boundary's cut to the end, in seq order."""
+        ...
+
+    async def append(
+        self,
+        session_id: int,
+        *,
+        kind: EntryKind,
+        content: str = "",
+        data: Mapping[str, Any] | None = None,
+        tokens: int | None = None,
+    ) -> LogEntry:
+        """Append one entry; the store assigns its seq. Entries are never changed afterwards."""
+        ...
+
+    async def next_turn(self, session_id: int) -> bool:
+        """At a turn boundary: move queued inputs into the log and say whether to run again.
+
+        Returning False means the session is released (idle) and the driver must stop.
+        """
+        ...
+
+    async def keep_alive(self, session_id: int) -> None:
+        """Renew the turn lease; raises `LeaseLost` when another runner has taken it."""
+        ...
+
+
+class LeaseLost(Exception):
+    """The turn lease expired and another runner took the session over."""
+
+
+class EventSink(Protocol):
+    async def delta(self, session_id: int, text: str) -> None:
+        """A piece of reply text as it streams in."""
+        ...

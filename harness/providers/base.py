@@ -1,0 +1,109 @@
+"""The provider protocol every wire implements.
+
+A wire has one async `stream()`; `complete()` is built from it, so streaming and
+non-streaming calls share one code path. What a wire can do is stated by capability flags,
+never found out with `isinstance`. A request part a wire cannot carry raises
+`UnsupportedRequest`; nothing is silently dropped. Failures become `ProviderError` with a
+`code` the turn loop can report and a `retryable` flag the wire's retry loop obeys.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
+from typing import Literal, Protocol, TypeVar
+
+from harness.messages import ModelRequest, ModelResponse, ResponseDone, StreamEvent
+
+Wire = Literal["openai_chat", "openai_responses", "anthropic", "local"]
+WIRES: tuple[Wire, ...] = ("openai_chat", "openai_responses", "anthropic", "local")
+
+ErrorCode = Literal[
+    "rate_limited",
+    "server_error",
+    "timeout",
+    "connection",
+    "context_length_exceeded",
+    "bad_request",
+    "auth",
+    "unsupported",
+    "unknown",
+]
+
+
+@dataclass(frozen=True, kw_only=True)
+class CardConfig:
+    """A model card as the core sees it. `api_key` is read from `api_key_env` by the wiring."""
+
+    wire: Wire
+    model: str
+    base_url: str | None = None
+    api_key: str | None = None
+    context_window: int | None = None
+    max_output_tokens: int = 1024
+
+
+@dataclass(frozen=True, kw_only=True)
+class Capabilities:
+    tools: bool
+    streaming_usage: bool
+    reasoning_replay: bool = False
+
+
+class ProviderError(Exception):
+    def __init__(self, message: str, *, code: ErrorCode = "unknown", retryable: bool = False):
+        super().__init__(message)
+        self.code: ErrorCode = code
+        self.retryable = retryable
+
+
+class UnsupportedRequest(ProviderError):
+    def __init__(self, message: str):
+        super().__init__(message, code="unsupported", retryable=False)
+
+
+class Provider(Protocol):
+    capabilities: Capabilities
+
+    def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]: ...
+
+
+async def complete(provider: Provider, request: ModelRequest) -> ModelResponse:
+    """The non-streaming call: drain the stream and return its final response."""
+    async for event in provider.stream(request):
+        if isinstance(event, ResponseDone):
+            return event.response
+    raise ProviderError("the stream ended without a response", code="server_error")
+
+
+@dataclass(frozen=True, kw_only=True)
+class RetryPolicy:
+    attempts: int = 4
+    base_delay: float = 0.5
+    max_delay: float = 8.0
+
+    def delay(self, attempt: int) -> float:
+        """Exponential backoff with full jitter, capped."""
+        ceiling = min(self.max_delay, self.base_delay * (2**attempt))
+        return random.uniform(ceiling / 2, ceiling)
+
+
+T = TypeVar("T")
+
+
+async def with_retries(
+    start: Callable[[], Awaitable[T]],
+    policy: RetryPolicy,
+    sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+) -> T:
+    """Run `start` until it succeeds, retrying only retryable `ProviderError`s."""
+    for attempt in range(policy.attempts):
+        try:
+            return await start()
+        except ProviderError as error:
+            if not error.retryable or attempt == policy.attempts - 1:
+                raise
+            await sleep(policy.delay(attempt))
+    raise AssertionError("unreachable")

@@ -1,0 +1,144 @@
+"""Test doubles that ship with the core: a scripted provider and an in-memory store.
+
+`ScriptedProvider` plays back a list of replies (or errors) and records every request it
+receives, so a test can assert exactly what the model was sent. `MemoryStore` implements
+`TranscriptStore` with a list, for pure tests of the turn loop without a database.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from harness.messages import (
+    EntryKind,
+    LogEntry,
+    ModelRequest,
+    ModelResponse,
+    ResponseDone,
+    StreamEvent,
+    TextDelta,
+    ToolCall,
+    Usage,
+)
+from harness.providers.base import Capabilities, ProviderError
+
+
+@dataclass(frozen=True, kw_only=True)
+class Reply:
+    text: str = ""
+    tool_calls: tuple[ToolCall, ...] = ()
+    usage: Usage | None = None
+    chunks: int = 3
+
+
+Step = Reply | ProviderError
+
+
+def reply(text: str = "", *calls: tuple[str, str, str], usage: Usage | None = None) -> Reply:
+    """A scripted reply; each call is (id, name, arguments JSON)."""
+    return Reply(
+        text=text,
+        tool_calls=tuple(ToolCall(id=i, name=n, arguments=a) for i, n, a in calls),
+        usage=usage,
+    )
+
+
+class ScriptedProvider:
+    """Plays back `steps` in order; when they run out, repeats `default` (or fails)."""
+
+    def __init__(
+        self,
+        steps: Sequence[Step] = (),
+        *,
+        default: Reply | None = None,
+        gate: asyncio.Event | None = None,
+    ) -> None:
+        self.steps = list(steps)
+        self.default = default
+        self.gate = gate
+        self.requests: list[ModelRequest] = []
+        self.capabilities = Capabilities(tools=True, streaming_usage=True)
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
+        self.requests.append(request)
+        step = self.next_step()
+        if isinstance(step, ProviderError):
+            raise step
+        for piece in split(step.text, step.chunks):
+            yield TextDelta(text=piece)
+            if self.gate is not None:
+                await self.gate.wait()
+        usage = step.usage or Usage(input_tokens=prompt_size(request), output_tokens=len(step.text))
+        yield ResponseDone(
+            response=ModelResponse(text=step.text, tool_calls=step.tool_calls, usage=usage)
+        )
+
+    def next_step(self) -> Step:
+        if self.steps:
+            return self.steps.pop(0)
+        if self.default is not None:
+            return self.default
+        raise ProviderError("the script has no more replies", code="server_error")
+
+
+def split(text: str, chunks: int) -> list[str]:
+    if not text:
+        return []
+    size = max(1, -(-len(text) // max(1, chunks)))
+    return [text[i : i + size] for i in range(0, len(text), size)]
+
+
+def prompt_size(request: ModelRequest) -> int:
+    return sum(len(getattr(m, "text", "")) for m in request.messages) // 4
+
+
+@dataclass
+class MemoryStore:
+    """A `TranscriptStore` over a list; `queued` holds inputs waiting for a turn boundary."""
+
+    entries: list[LogEntry] = field(default_factory=list)
+    queued: list[str] = field(default_factory=list)
+
+    async def context_entries(self, session_id: int) -> Sequence[LogEntry]:
+        return list(self.entries)
+
+    async def append(
+        self,
+        session_id: int,
+        *,
+        kind: EntryKind,
+        content: str = "",
+        data: Mapping[str, Any] | None = None,
+        tokens: int | None = None,
+    ) -> LogEntry:
+        entry = LogEntry(
+            seq=len(self.entries) + 1,
+            kind=kind,
+            content=content,
+            data=dict(data or {}),
+            tokens=tokens,
+        )
+        self.entries.append(entry)
+        return entry
+
+    async def next_turn(self, session_id: int) -> bool:
+        if not self.queued:
+            return False
+        for text in self.queued:
+            await self.append(session_id, kind="user", content=text)
+        self.queued.clear()
+        return True
+
+    async def keep_alive(self, session_id: int) -> None:
+        return None
+
+
+@dataclass
+class RecordingEvents:
+    deltas: list[str] = field(default_factory=list)
+
+    async def delta(self, session_id: int, text: str) -> None:
+        self.deltas.append(text)

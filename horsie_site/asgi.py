@@ -1,0 +1,32 @@
+"""HTTP, websockets and the turn-worker channel, wired in one ordered place.
+
+Django's ASGI application is built before anything imports consumers or models.
+"""
+
+from __future__ import annotations
+
+import os
+
+from django.core.asgi import get_asgi_application
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "horsie_site.settings")
+django_asgi_app = get_asgi_application()
+
+from channels.auth import AuthMiddlewareStack  # noqa: E402
+from channels.routing import ChannelNameRouter, ProtocolTypeRouter, URLRouter  # noqa: E402
+from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
+
+from sessions_app.dispatcher import TURN_CHANNEL  # noqa: E402
+from sessions_app.routing import websocket_urlpatterns  # noqa: E402
+from sessions_app.worker import TurnConsumer  # noqa: E402
+from teams_app.websocket import TokenAuthMiddleware  # noqa: E402
+
+application = ProtocolTypeRouter(
+    {
+        "http": django_asgi_app,
+        "websocket": AllowedHostsOriginValidator(
+            AuthMiddlewareStack(TokenAuthMiddleware(URLRouter(websocket_urlpatterns)))
+        ),
+        "channel": ChannelNameRouter({TURN_CHANNEL: TurnConsumer.as_asgi()}),
+    }
+)

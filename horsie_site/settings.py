@@ -1,0 +1,160 @@
+"""Settings, all from the environment, with embedded defaults.
+
+Nothing set: SQLite in `var/`, the in-memory channel layer, turns run in-process, the bundled
+local model. `DATABASE_URL` (PostgreSQL) and `REDIS_URL` turn the same code into a cluster:
+several web processes and turn workers (`manage.py runworker horsie-turns`).
+"""
+
+from __future__ import annotations
+
+import secrets
+from pathlib import Path
+
+import dj_database_url
+
+from horsie_site import env
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+VAR_DIR = Path(env.string("HORSIE_VAR_DIR", str(BASE_DIR / "var")))
+VAR_DIR.mkdir(parents=True, exist_ok=True)
+
+
+def _secret_key() -> str:
+    configured = env.raw("DJANGO_SECRET_KEY")
+    if configured:
+        return configured
+    path = VAR_DIR / "secret_key"
+    if not path.exists():
+        path.write_text(secrets.token_urlsafe(50))
+        path.chmod(0o600)
+    return path.read_text().strip()
+
+
+SECRET_KEY = _secret_key()
+DEBUG = env.boolean("DJANGO_DEBUG", False)
+ALLOWED_HOSTS = env.string_list("ALLOWED_HOSTS", ["127.0.0.1", "localhost", "[::1]", "testserver"])
+CSRF_TRUSTED_ORIGINS = env.string_list("CSRF_TRUSTED_ORIGINS", [])
+
+INSTALLED_APPS = [
+    "daphne",
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "channels",
+    "django_htmx",
+    "template_partials",
+    "ninja",
+    "teams_app",
+    "sessions_app",
+    "memory_app",
+    "skills_app",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "django_htmx.middleware.HtmxMiddleware",
+    "teams_app.middleware.CurrentTeamMiddleware",
+]
+
+ROOT_URLCONF = "horsie_site.urls"
+ASGI_APPLICATION = "horsie_site.asgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+                "teams_app.context_processors.teams",
+            ],
+        },
+    },
+]
+
+DATABASES = {
+    "default": dj_database_url.parse(
+        env.string("DATABASE_URL", f"sqlite:///{VAR_DIR / 'horsie.sqlite3'}"),
+        conn_max_age=0,
+    )
+}
+if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    # Turns append from a worker thread while requests read: wait for the lock, don't fail.
+    DATABASES["default"]["OPTIONS"] = {
+        "timeout": 20,
+        "transaction_mode": "IMMEDIATE",
+        "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+    }
+    # Turns run on another thread: tests need a file, not a shared in-memory database.
+    DATABASES["default"]["TEST"] = {"NAME": str(VAR_DIR / "test.sqlite3")}
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+REDIS_URL = env.string("REDIS_URL", "")
+if REDIS_URL:
+    CHANNEL_LAYERS = {
+        "default": {
+            "BACKEND": "channels_redis.core.RedisChannelLayer",
+            "CONFIG": {
+                "hosts": [REDIS_URL],
+                "prefix": env.string("HORSIE_REDIS_PREFIX", "horsie"),
+                "capacity": 1000,
+            },
+        }
+    }
+else:
+    CHANNEL_LAYERS = {"default": {"BACKEND": "horsie_site.layers.EmbeddedChannelLayer"}}
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+]
+LOGIN_URL = "login"
+LOGIN_REDIRECT_URL = "sessions:list"
+LOGOUT_REDIRECT_URL = "login"
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = False
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATIC_ROOT = VAR_DIR / "static"
+STATIC_ROOT.mkdir(exist_ok=True)
+STATICFILES_DIRS = [BASE_DIR / "static"]
+WHITENOISE_USE_FINDERS = True
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "root": {"handlers": ["console"], "level": env.string("HORSIE_LOG_LEVEL", "INFO")},
+}
+
+# Horsie's own settings.
+HORSIE = {
+    # "inprocess" runs turns in the web process; "channels" sends them to `runworker horsie-turns`.
+    "DISPATCH": env.string("HORSIE_DISPATCH", "channels" if REDIS_URL else "inprocess"),
+    "MESSAGE_MAX_CHARS": env.integer("HORSIE_MESSAGE_MAX_CHARS", 200_000, minimum=1),
+    "LEASE_SECONDS": env.integer("HORSIE_LEASE_SECONDS", 60, minimum=5),
+    "MAX_STEPS": env.integer("HORSIE_MAX_STEPS", 25, minimum=1),
+    "COMPACT_TRIGGER": env.number("HORSIE_COMPACT_TRIGGER", 0.8, low=0.1, high=1.0),
+    "LOCAL_MODEL_PATH": env.string("HORSIE_LOCAL_MODEL_PATH", ""),
+    "LOCAL_THREADS": env.integer("HORSIE_LOCAL_THREADS", 1, minimum=1),
+    "PROVIDER_TIMEOUT": env.number("HORSIE_PROVIDER_TIMEOUT", 120.0, low=1.0, high=3600.0),
+    "WORKER_CONCURRENCY": env.integer("HORSIE_WORKER_CONCURRENCY", 8, minimum=1),
+    "DEFAULT_SYSTEM_PROMPT": env.string(
+        "HORSIE_DEFAULT_SYSTEM_PROMPT", "You are a helpful assistant. Answer concisely."
+    ),
+}

@@ -1,0 +1,62 @@
+"""The one place that builds the core from Django settings and stored rows.
+
+Model cards become `CardConfig`s (the API key is read from the environment variable the
+card names, never stored), providers are built per turn, and a session's tools and turn
+configuration are put together here. Tests swap `provider_for` to script the model.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from django.conf import settings
+
+from harness.loop import TurnConfig
+from harness.providers import build_provider
+from harness.providers.base import CardConfig, Provider, RetryPolicy
+from harness.tools.base import Tool
+
+
+def card_config(card: Any) -> CardConfig:
+    return CardConfig(
+        wire=card.wire,
+        model=card.model,
+        base_url=card.base_url or None,
+        api_key=os.environ.get(card.api_key_env) if card.api_key_env else None,
+        context_window=card.context_window,
+        max_output_tokens=card.max_output_tokens,
+    )
+
+
+def provider_options() -> dict[str, Any]:
+    horsie = settings.HORSIE
+    return {
+        "model_path": horsie["LOCAL_MODEL_PATH"] or None,
+        "n_threads": horsie["LOCAL_THREADS"],
+        "timeout": horsie["PROVIDER_TIMEOUT"],
+        "retry": RetryPolicy(),
+    }
+
+
+def provider_for(card: Any) -> Provider:
+    return build_provider(card_config(card), provider_options())
+
+
+def tools_for(session: Any) -> dict[str, Tool]:
+    """The built-in tools a session offers; they arrive with the journal and compaction."""
+    return {}
+
+
+def turn_config(session: Any) -> TurnConfig:
+    return TurnConfig(
+        session_id=session.pk,
+        system_prompt=session.system_prompt,
+        max_steps=session.max_steps,
+        max_output_tokens=session.model.max_output_tokens,
+        model=session.model.model,
+    )
+
+
+def compact_trigger() -> float:
+    return float(settings.HORSIE["COMPACT_TRIGGER"])

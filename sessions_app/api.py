@@ -1,0 +1,269 @@
+"""`/api/v1/models`, `/presets` and `/sessions`: parse, check access, call a service, shape."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from asgiref.sync import async_to_sync
+from django.db.models import ProtectedError
+from django.http import HttpRequest
+from ninja import Query, Router, Status
+from ninja.errors import HttpError
+
+from harness.context import assemble
+from horsie_site import wiring
+from sessions_app import selectors, services
+from sessions_app.models import AgentPreset, ModelCard, Session
+from sessions_app.schemas import (
+    ContextOut,
+    Detail,
+    EntriesOut,
+    MessageIn,
+    ModelCardIn,
+    ModelCardOut,
+    ModelCardPatch,
+    PresetIn,
+    PresetOut,
+    PresetPatch,
+    SessionIn,
+    SessionPatch,
+    StateOut,
+    card_context,
+    entry_out,
+    session_out,
+)
+from sessions_app.stores import context_entries_now
+from sessions_app.waiting import wait_settled
+from teams_app.models import Team
+from teams_app.selectors import team_for_create
+
+router = Router()
+ERRORS = {400: Detail, 404: Detail, 409: Detail, 413: Detail, 422: Detail}
+
+
+# Model cards ---------------------------------------------------------------------------
+
+
+@router.get("/models", response=list[ModelCardOut], tags=["models"])
+def model_list(request: HttpRequest) -> Any:
+    return selectors.model_cards_visible(request.user).select_related("team")
+
+
+@router.post("/models", response={201: ModelCardOut, **ERRORS}, tags=["models"])
+def model_create(request: HttpRequest, payload: ModelCardIn) -> Any:
+    team = team_for_create(request.user, payload.team)
+    card = ModelCard.objects.create(team=team, **payload.dict(exclude={"team"}))
+    return Status(201, card)
+
+
+@router.get("/models/{card_id}", response={200: ModelCardOut, **ERRORS}, tags=["models"])
+def model_get(request: HttpRequest, card_id: int) -> Any:
+    return selectors.access_model_card(request.user, card_id)
+
+
+@router.patch("/models/{card_id}", response={200: ModelCardOut, **ERRORS}, tags=["models"])
+def model_patch(request: HttpRequest, card_id: int, payload: ModelCardPatch) -> Any:
+    card = selectors.access_model_card(request.user, card_id)
+    for name, value in payload.dict(exclude_unset=True).items():
+        setattr(card, name, value)
+    card.save()
+    return card
+
+
+@router.delete("/models/{card_id}", response={204: None, **ERRORS}, tags=["models"])
+def model_delete(request: HttpRequest, card_id: int) -> Any:
+    card = selectors.access_model_card(request.user, card_id)
+    try:
+        card.delete()
+    except ProtectedError:
+        raise HttpError(409, "Sessions or presets still use this model card.") from None
+    return Status(204, None)
+
+
+# Presets -------------------------------------------------------------------------------
+
+
+def card_in_team(user: Any, card_id: int | None, team: Team) -> ModelCard | None:
+    if card_id is None:
+        return None
+    card = selectors.access_model_card(user, card_id)
+    if card.team_id != team.pk:
+        raise HttpError(400, f"Model card {card_id} belongs to another team.")
+    return card
+
+
+def selections_check(fields: dict[str, Any]) -> None:
+    """Memory spaces, skills and friends must exist; none can be selected until they do."""
+    for name in ("memory", "skills", "bundles", "subagent_types", "mcp_servers"):
+        if fields.get(name):
+            first = fields[name][0]
+            ident = first["space"] if isinstance(first, dict) else first
+            raise HttpError(400, f"No such {name.replace('_', ' ')} item: {ident}.")
+
+
+@router.get("/presets", response=list[PresetOut], tags=["presets"])
+def preset_list(request: HttpRequest) -> Any:
+    return selectors.presets_visible(request.user).select_related("team")
+
+
+@router.post("/presets", response={201: PresetOut, **ERRORS}, tags=["presets"])
+def preset_create(request: HttpRequest, payload: PresetIn) -> Any:
+    team = team_for_create(request.user, payload.team)
+    fields = payload.dict(exclude={"team"}, exclude_none=True)
+    selections_check(fields)
+    fields["model"] = card_in_team(request.user, payload.model, team)
+    return Status(201, AgentPreset.objects.create(team=team, **fields))
+
+
+@router.get("/presets/{preset_id}", response={200: PresetOut, **ERRORS}, tags=["presets"])
+def preset_get(request: HttpRequest, preset_id: int) -> Any:
+    return selectors.access_preset(request.user, preset_id)
+
+
+@router.patch("/presets/{preset_id}", response={200: PresetOut, **ERRORS}, tags=["presets"])
+def preset_patch(request: HttpRequest, preset_id: int, payload: PresetPatch) -> Any:
+    preset = selectors.access_preset(request.user, preset_id)
+    fields = payload.dict(exclude_unset=True)
+    selections_check(fields)
+    if "model" in fields:
+        fields["model"] = card_in_team(request.user, fields["model"], preset.team)
+    for name, value in fields.items():
+        setattr(preset, name, value)
+    preset.save()
+    return preset
+
+
+@router.delete("/presets/{preset_id}", response={204: None, **ERRORS}, tags=["presets"])
+def preset_delete(request: HttpRequest, preset_id: int) -> Any:
+    selectors.access_preset(request.user, preset_id).delete()
+    return Status(204, None)
+
+
+# Sessions ------------------------------------------------------------------------------
+
+
+def last_prompt_tokens(session: Session) -> int | None:
+    data = (
+        session.entries.filter(kind="assistant")
+        .order_by("-seq")
+        .values_list("data", flat=True)
+        .first()
+    )
+    if not data:
+        return None
+    usage = data.get("usage") or {}
+    return usage.get("input_tokens") or data.get("prompt_tokens_estimate")
+
+
+def session_json(session: Session) -> dict[str, Any]:
+    context = card_context(session.model, last_prompt_tokens(session), wiring.compact_trigger())
+    return session_out(session, context)
+
+
+@router.post("/sessions", response={201: dict, **ERRORS}, tags=["sessions"])
+def session_create(request: HttpRequest, payload: SessionIn) -> Any:
+    team = team_for_create(request.user, payload.team)
+    fields = payload.dict(exclude={"team"}, exclude_none=True)
+    selections_check(fields)
+    if payload.preset is not None:
+        fields["preset"] = selectors.access_preset(request.user, payload.preset)
+        if fields["preset"].team_id != team.pk:
+            raise HttpError(400, f"Preset {payload.preset} belongs to another team.")
+    fields["model"] = card_in_team(request.user, payload.model, team)
+    try:
+        session = services.session_create(user=request.user, team=team, fields=fields)
+    except services.InvalidInput as error:
+        raise HttpError(400, str(error)) from None
+    return Status(201, session_json(session))
+
+
+@router.get("/sessions", response=list[dict], tags=["sessions"])
+def session_list(request: HttpRequest, q: str = "", limit: int = Query(100, ge=1, le=500)) -> Any:
+    return [session_json(s) for s in selectors.sessions_visible(request.user, q=q)[:limit]]
+
+
+@router.get("/sessions/{session_id}", response={200: dict, **ERRORS}, tags=["sessions"])
+def session_get(request: HttpRequest, session_id: int) -> Any:
+    return session_json(selectors.access_session(request.user, session_id))
+
+
+@router.patch("/sessions/{session_id}", response={200: dict, **ERRORS}, tags=["sessions"])
+def session_patch(request: HttpRequest, session_id: int, payload: SessionPatch) -> Any:
+    session = selectors.access_session(request.user, session_id)
+    fields = payload.dict(exclude_unset=True)
+    selections_check(fields)
+    return session_json(services.session_update(session=session, fields=fields))
+
+
+@router.get(
+    "/sessions/{session_id}/entries", response={200: EntriesOut, **ERRORS}, tags=["sessions"]
+)
+def entry_list(
+    request: HttpRequest,
+    session_id: int,
+    after: int | None = None,
+    before: int | None = None,
+    limit: int = Query(100, ge=1, le=500),
+) -> Any:
+    session = selectors.access_session(request.user, session_id)
+    rows, has_more = selectors.entries_page(session.pk, after=after, before=before, limit=limit)
+    cut = selectors.cut_seq(session.pk)
+    return {"entries": [entry_out(row, cut) for row in rows], "has_more": has_more}
+
+
+@router.post(
+    "/sessions/{session_id}/messages", response={200: dict, 202: dict, **ERRORS}, tags=["sessions"]
+)
+def message_post(
+    request: HttpRequest,
+    session_id: int,
+    payload: MessageIn,
+    wait: float | None = Query(None, ge=0, le=300),
+) -> Any:
+    session = selectors.access_session(request.user, session_id)
+    before = session.last_seq
+    try:
+        posted = services.message_post(session=session, user=request.user, text=payload.text)
+    except services.InputTooLarge as error:
+        raise HttpError(413, str(error)) from None
+    except services.InvalidInput as error:
+        raise HttpError(400, str(error)) from None
+    body: dict[str, Any] = {"seq": posted.seq, "queued": posted.queued}
+    if wait is None:
+        return Status(202, body)
+    status = async_to_sync(wait_settled)(session.pk, wait)
+    rows, _ = selectors.entries_page(session.pk, after=before, before=None, limit=500)
+    cut = selectors.cut_seq(session.pk)
+    return Status(200, {**body, "status": status, "entries": [entry_out(r, cut) for r in rows]})
+
+
+@router.get(
+    "/sessions/{session_id}/context", response={200: ContextOut, **ERRORS}, tags=["sessions"]
+)
+def context_get(request: HttpRequest, session_id: int) -> Any:
+    session = selectors.access_session(request.user, session_id)
+    tools = [tool.spec for tool in wiring.tools_for(session).values()]
+    context = assemble(
+        system_prompt=session.system_prompt, tools=tools, entries=context_entries_now(session.pk)
+    )
+    window = card_context(session.model, context.tokens, wiring.compact_trigger())
+    return {
+        "blocks": [vars(block) for block in context.blocks],
+        "tokens": context.tokens,
+        "window": window["window"],
+        "trigger_tokens": window["trigger_tokens"],
+        "truncated": [],
+    }
+
+
+@router.get("/sessions/{session_id}/state", response={200: StateOut, **ERRORS}, tags=["sessions"])
+def state_get(request: HttpRequest, session_id: int) -> Any:
+    selectors.access_session(request.user, session_id)
+    return {
+        "tasks": [],
+        "timers": [],
+        "questions": [],
+        "subagents": [],
+        "loaded_skills": [],
+        "snapshot_seq": None,
+    }

@@ -1,0 +1,114 @@
+"""The live websocket of a session: catch-up from `?after=SEQ`, then live events.
+
+The consumer joins the session's group before reading the catch-up, so an entry committed
+after that read arrives as an event; entries it already sent are skipped by seq, so a
+watcher sees every entry exactly once. Access is checked on connect and again on events
+(deltas, which come many a second, at most once a second), so a user removed from the team
+stops seeing the session. Inbound frames are validated: only `ping` is understood.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+from urllib.parse import parse_qs
+
+from channels.db import database_sync_to_async
+from channels.generic.websocket import AsyncJsonWebsocketConsumer
+from django.http import Http404
+
+from sessions_app.events import group_name
+from sessions_app.schemas import entry_out
+from sessions_app.selectors import access_session, cut_seq, entries_page
+
+CLOSE_NOT_FOUND = 4404
+CATCH_UP_PAGE = 500
+RECHECK_SECONDS = 1.0
+
+
+def query_int(scope: dict[str, Any], name: str) -> int | None:
+    values = parse_qs(scope.get("query_string", b"").decode()).get(name)
+    try:
+        return int(values[0]) if values else None
+    except ValueError:
+        return None
+
+
+@database_sync_to_async
+def may_watch(user: Any, session_id: int) -> str | None:
+    """The session's status when the user may watch it, else None."""
+    try:
+        return access_session(user, session_id).status
+    except Http404:
+        return None
+
+
+@database_sync_to_async
+def catch_up_page(session_id: int, after: int) -> tuple[list[dict[str, Any]], bool]:
+    rows, has_more = entries_page(session_id, after=after, before=None, limit=CATCH_UP_PAGE)
+    cut = cut_seq(session_id)
+    return [entry_out(row, cut) for row in rows], has_more
+
+
+class SessionConsumer(AsyncJsonWebsocketConsumer):
+    async def connect(self) -> None:
+        self.session_id = int(self.scope["url_route"]["kwargs"]["session_id"])
+        self.user = self.scope.get("user")
+        status = await may_watch(self.user, self.session_id)
+        if status is None:
+            await self.close(code=CLOSE_NOT_FOUND)
+            return
+        self.group = group_name(self.session_id)
+        self.last_seq = max(0, query_int(self.scope, "after") or 0)
+        self.checked_at = time.monotonic()
+        await self.channel_layer.group_add(self.group, self.channel_name)
+        await self.accept()
+        await self.catch_up()
+        await self.send_json({"type": "status", "status": status})
+
+    async def catch_up(self) -> None:
+        more = True
+        while more:
+            entries, more = await catch_up_page(self.session_id, self.last_seq)
+            for entry in entries:
+                await self.send_entry(entry)
+
+    async def send_entry(self, entry: dict[str, Any]) -> None:
+        if entry["seq"] <= self.last_seq:
+            return
+        self.last_seq = entry["seq"]
+        await self.send_json({"type": "entry", "entry": entry})
+
+    async def disconnect(self, code: int) -> None:
+        if hasattr(self, "group"):
+            await self.channel_layer.group_discard(self.group, self.channel_name)
+
+    async def session_event(self, message: dict[str, Any]) -> None:
+        event = message["event"]
+        if not await self.still_allowed(event["type"]):
+            await self.close(code=CLOSE_NOT_FOUND)
+            return
+        if event["type"] == "entry":
+            await self.send_entry(event["entry"])
+        else:
+            await self.send_json(event)
+
+    async def still_allowed(self, kind: str) -> bool:
+        now = time.monotonic()
+        if kind == "delta" and now - self.checked_at < RECHECK_SECONDS:
+            return True
+        self.checked_at = now
+        return await may_watch(self.user, self.session_id) is not None
+
+    async def receive_json(self, content: Any, **kwargs: Any) -> None:
+        if isinstance(content, dict) and content.get("type") == "ping":
+            await self.send_json({"type": "pong"})
+            return
+        await self.send_json({"type": "error", "detail": 'Only {"type": "ping"} is accepted.'})
+
+    @classmethod
+    async def decode_json(cls, text_data: str) -> Any:
+        try:
+            return await super().decode_json(text_data)
+        except ValueError:
+            return None

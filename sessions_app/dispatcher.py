@@ -1,0 +1,66 @@
+"""Turn dispatch: where a turn runs once its input is in the log.
+
+In-process (the embedded default) turns run on one background event loop in the web
+process. With `HORSIE_DISPATCH=channels` (the default when `REDIS_URL` is set) the turn is
+sent on the `horsie-turns` channel and a worker (`manage.py runworker horsie-turns`) runs
+it, so web processes and turn workers scale apart. Either way the lease taken by the caller
+travels with the turn, and dispatch happens only after the input's transaction commits.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+from collections.abc import Coroutine
+from concurrent.futures import Future
+from typing import Any
+
+from asgiref.sync import async_to_sync
+from channels.layers import get_channel_layer
+from django.conf import settings
+from django.db import transaction
+
+log = logging.getLogger(__name__)
+TURN_CHANNEL = "horsie-turns"
+
+
+class TurnThread:
+    """One daemon thread with an event loop that runs in-process turns."""
+
+    _instance: TurnThread | None = None
+    _lock = threading.Lock()
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(
+            target=self.loop.run_forever, name="horsie-turns", daemon=True
+        )
+        self.thread.start()
+
+    @classmethod
+    def get(cls) -> TurnThread:
+        with cls._lock:
+            if cls._instance is None:
+                cls._instance = cls()
+            return cls._instance
+
+    def submit(self, coroutine: Coroutine[Any, Any, None]) -> Future[None]:
+        return asyncio.run_coroutine_threadsafe(coroutine, self.loop)
+
+
+def turn_dispatch(session_id: int, lease: str) -> None:
+    transaction.on_commit(lambda: turn_send(session_id, lease))
+
+
+def turn_send(session_id: int, lease: str) -> None:
+    if settings.HORSIE["DISPATCH"] == "inprocess":
+        from sessions_app.worker import drive_session
+
+        TurnThread.get().submit(drive_session(session_id, lease))
+        return
+    layer = get_channel_layer()
+    assert layer is not None, "HORSIE_DISPATCH=channels needs a channel layer"
+    async_to_sync(layer.send)(
+        TURN_CHANNEL, {"type": "turn.run", "session": session_id, "lease": lease}
+    )

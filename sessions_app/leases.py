@@ -1,0 +1,52 @@
+"""The turn lease: one turn at a time per session, held in the database with an expiry.
+
+Taking the lease is one conditional UPDATE, atomic on SQLite and PostgreSQL alike: it
+succeeds only when nobody holds it or the holder's lease has expired (a crashed worker). The
+holder renews it while it works; losing it means another runner has taken the session over.
+"""
+
+from __future__ import annotations
+
+import secrets
+from datetime import timedelta
+
+from django.conf import settings
+from django.db.models import Q
+from django.utils import timezone
+
+from sessions_app.models import Session
+
+
+def lease_seconds() -> int:
+    return int(settings.HORSIE["LEASE_SECONDS"])
+
+
+def lease_take(session_id: int) -> str | None:
+    now = timezone.now()
+    token = secrets.token_hex(16)
+    taken = (
+        Session.objects.filter(pk=session_id)
+        .filter(Q(lease_owner__isnull=True) | Q(lease_expires_at__lt=now))
+        .update(
+            lease_owner=token,
+            lease_expires_at=now + timedelta(seconds=lease_seconds()),
+            status="running",
+            updated_at=now,
+        )
+    )
+    return token if taken else None
+
+
+def lease_renew(session_id: int, token: str) -> bool:
+    expires = timezone.now() + timedelta(seconds=lease_seconds())
+    return bool(
+        Session.objects.filter(pk=session_id, lease_owner=token).update(lease_expires_at=expires)
+    )
+
+
+def lease_release(session_id: int, token: str) -> bool:
+    return bool(
+        Session.objects.filter(pk=session_id, lease_owner=token).update(
+            lease_owner=None, lease_expires_at=None, status="idle", updated_at=timezone.now()
+        )
+    )

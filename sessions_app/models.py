@@ -1,0 +1,173 @@
+"""Model cards, agent presets, sessions and their append-only logs.
+
+An `Entry` is written once and never changed: `save()` refuses an update and `delete()`
+refuses outright. Seqs come from the session's `last_seq` counter, bumped inside the same
+transaction as the insert, and `(session, seq)` is unique, so two writers can never share a
+seq. Input that arrives mid-turn waits in `QueuedInput` (it is stored at once) and enters the
+log at the next turn boundary. The turn lease (`lease_owner`, `lease_expires_at`) makes it one
+turn at a time per session, in the database, across processes.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.conf import settings
+from django.db import models
+
+from teams_app.models import Team
+
+WIRES = [
+    ("openai_chat", "OpenAI chat completions"),
+    ("openai_responses", "OpenAI Responses API"),
+    ("anthropic", "Anthropic messages"),
+    ("local", "Bundled local model"),
+]
+
+
+class ModelCard(models.Model):
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="model_cards")
+    name = models.CharField(max_length=100)
+    wire = models.CharField(max_length=20, choices=WIRES)
+    model = models.CharField(max_length=200)
+    base_url = models.URLField(max_length=500, null=True, blank=True)  # noqa: DJ001 API null
+    api_key_env = models.CharField(max_length=100, null=True, blank=True)  # noqa: DJ001 API null
+    context_window = models.PositiveIntegerField(null=True, blank=True)
+    max_output_tokens = models.PositiveIntegerField(default=1024)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["name", "id"]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.wire}: {self.model})"
+
+
+def empty_list() -> list[Any]:
+    return []
+
+
+class Selections(models.Model):
+    """What a preset or a session selects: memory spaces, skills and friends."""
+
+    memory = models.JSONField(default=empty_list, blank=True)
+    skills = models.JSONField(default=empty_list, blank=True)
+    bundles = models.JSONField(default=empty_list, blank=True)
+    subagent_types = models.JSONField(default=empty_list, blank=True)
+    mcp_servers = models.JSONField(default=empty_list, blank=True)
+    auto_compact = models.BooleanField(default=True)
+    compact_at = models.FloatField(null=True, blank=True)
+
+    class Meta:
+        abstract = True
+
+
+class AgentPreset(Selections):
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="presets")
+    name = models.CharField(max_length=100)
+    model = models.ForeignKey(ModelCard, on_delete=models.PROTECT, null=True, blank=True)
+    system_prompt = models.TextField(blank=True)
+    max_steps = models.PositiveIntegerField(default=25)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["name", "id"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Session(Selections):
+    KINDS = [("main", "main"), ("fork", "fork"), ("subagent", "subagent")]
+    STATUSES = [("idle", "idle"), ("running", "running"), ("waiting", "waiting")]
+
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="sessions")
+    title = models.CharField(max_length=200, blank=True)
+    kind = models.CharField(max_length=10, choices=KINDS, default="main")
+    parent = models.ForeignKey("self", on_delete=models.PROTECT, null=True, blank=True)
+    preset = models.ForeignKey(AgentPreset, on_delete=models.SET_NULL, null=True, blank=True)
+    model = models.ForeignKey(ModelCard, on_delete=models.PROTECT, related_name="sessions")
+    system_prompt = models.TextField(blank=True)
+    max_steps = models.PositiveIntegerField(default=25)
+    status = models.CharField(max_length=10, choices=STATUSES, default="idle")
+    last_seq = models.PositiveBigIntegerField(default=0)
+    lease_owner = models.CharField(max_length=64, null=True, blank=True)  # noqa: DJ001 free=NULL
+    lease_expires_at = models.DateTimeField(null=True, blank=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [models.Index(fields=["team", "-created_at"])]
+
+    def __str__(self) -> str:
+        return self.title or f"Session {self.pk}"
+
+
+class ImmutableEntry(Exception):
+    pass
+
+
+class Entry(models.Model):
+    KINDS = [
+        (k, k)
+        for k in (
+            "user",
+            "command",
+            "answer",
+            "assistant",
+            "tool_result",
+            "subagent_result",
+            "boundary",
+            "notice",
+            "timer",
+        )
+    ]
+
+    session = models.ForeignKey(Session, on_delete=models.PROTECT, related_name="entries")
+    seq = models.PositiveBigIntegerField()
+    kind = models.CharField(max_length=20, choices=KINDS)
+    content = models.TextField(blank=True)
+    data = models.JSONField(default=dict, blank=True)
+    tokens = models.PositiveIntegerField(null=True, blank=True)
+    author = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["session", "seq"]
+        constraints = [models.UniqueConstraint(fields=["session", "seq"], name="one_seq")]
+        indexes = [models.Index(fields=["session", "kind", "seq"])]
+        verbose_name_plural = "entries"
+
+    def __str__(self) -> str:
+        return f"{self.session_id}#{self.seq} {self.kind}"
+
+    def save(self, *args: Any, **kwargs: Any) -> None:
+        if not self._state.adding:
+            raise ImmutableEntry("log entries are never changed")
+        super().save(*args, **kwargs)
+
+    def delete(self, *args: Any, **kwargs: Any) -> Any:
+        raise ImmutableEntry("log entries are never deleted")
+
+
+class QueuedInput(models.Model):
+    """Typed input waiting for the turn boundary; it moves into the log, then this row goes."""
+
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="queued")
+    text = models.TextField()
+    author = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["id"]
+
+    def __str__(self) -> str:
+        return f"{self.session_id}: {self.text[:40]}"

@@ -1,0 +1,204 @@
+"""API shapes (`XIn`/`XOut`) and the dicts the API and live events share."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from ninja import Field, Schema
+
+from sessions_app.models import Entry, ModelCard, Session
+
+Wire = Literal["openai_chat", "openai_responses", "anthropic", "local"]
+
+
+class Detail(Schema):
+    detail: Any
+
+
+class MemorySelection(Schema):
+    space: int
+    mode: Literal["read", "write"] = "read"
+
+
+class ModelCardIn(Schema):
+    name: str = Field(min_length=1, max_length=100)
+    wire: Wire
+    model: str = Field(min_length=1, max_length=200)
+    base_url: str | None = Field(default=None, max_length=500)
+    api_key_env: str | None = Field(
+        default=None, max_length=100, pattern=r"^[A-Za-z_][A-Za-z0-9_]*$"
+    )
+    context_window: int | None = Field(default=None, ge=256)
+    max_output_tokens: int = Field(default=1024, ge=1, le=1_000_000)
+    team: str | None = None
+
+
+class ModelCardPatch(Schema):
+    name: str | None = Field(default=None, min_length=1, max_length=100)
+    wire: Wire | None = None
+    model: str | None = Field(default=None, min_length=1, max_length=200)
+    base_url: str | None = Field(default=None, max_length=500)
+    api_key_env: str | None = Field(
+        default=None, max_length=100, pattern=r"^[A-Za-z_][A-Za-z0-9_]*$"
+    )
+    context_window: int | None = Field(default=None, ge=256)
+    max_output_tokens: int | None = Field(default=None, ge=1, le=1_000_000)
+
+
+class ModelCardOut(Schema):
+    id: int
+    name: str
+    wire: str
+    model: str
+    base_url: str | None
+    api_key_env: str | None
+    context_window: int | None
+    max_output_tokens: int
+    team: str = Field(alias="team.name")
+
+
+class SelectionsIn(Schema):
+    memory: list[MemorySelection] | None = None
+    skills: list[int] | None = None
+    bundles: list[int] | None = None
+    subagent_types: list[int] | None = None
+    mcp_servers: list[int] | None = None
+    auto_compact: bool | None = None
+    compact_at: float | None = Field(default=None, gt=0)
+
+
+class PresetIn(SelectionsIn):
+    name: str = Field(min_length=1, max_length=100)
+    model: int | None = None
+    system_prompt: str = Field(default="", max_length=100_000)
+    max_steps: int = Field(default=25, ge=1, le=1000)
+    team: str | None = None
+
+
+class PresetPatch(SelectionsIn):
+    name: str | None = Field(default=None, min_length=1, max_length=100)
+    model: int | None = None
+    system_prompt: str | None = Field(default=None, max_length=100_000)
+    max_steps: int | None = Field(default=None, ge=1, le=1000)
+
+
+class PresetOut(Schema):
+    id: int
+    name: str
+    model: int | None = Field(alias="model_id")
+    system_prompt: str
+    memory: list[Any]
+    skills: list[int]
+    bundles: list[int]
+    subagent_types: list[int]
+    mcp_servers: list[int]
+    auto_compact: bool
+    compact_at: float | None
+    max_steps: int
+    team: str = Field(alias="team.name")
+
+
+class SessionIn(SelectionsIn):
+    title: str = Field(default="", max_length=200)
+    preset: int | None = None
+    model: int | None = None
+    system_prompt: str | None = Field(default=None, max_length=100_000)
+    max_steps: int | None = Field(default=None, ge=1, le=1000)
+    team: str | None = None
+
+
+class SessionPatch(SelectionsIn):
+    title: str | None = Field(default=None, max_length=200)
+
+
+class MessageIn(Schema):
+    text: str
+
+
+class MessageOut(Schema):
+    seq: int | None
+    queued: bool
+
+
+class EntriesOut(Schema):
+    entries: list[dict[str, Any]]
+    has_more: bool
+
+
+def entry_out(entry: Entry, cut: int) -> dict[str, Any]:
+    from sessions_app.selectors import is_in_context
+
+    return {
+        "seq": entry.seq,
+        "kind": entry.kind,
+        "content": entry.content,
+        "data": entry.data,
+        "tokens": entry.tokens,
+        "author": entry.author.username if entry.author_id and entry.author else None,
+        "created_at": entry.created_at.isoformat(),
+        "in_context": is_in_context(entry, cut),
+    }
+
+
+def session_out(session: Session, context: dict[str, int | None]) -> dict[str, Any]:
+    return {
+        "id": session.pk,
+        "title": session.title,
+        "kind": session.kind,
+        "parent": session.parent_id,
+        "model": session.model_id,
+        "preset": session.preset_id,
+        "team": session.team.name,
+        "status": session.status,
+        "system_prompt": session.system_prompt,
+        "max_steps": session.max_steps,
+        "auto_compact": session.auto_compact,
+        "compact_at": session.compact_at,
+        "memory": session.memory,
+        "skills": session.skills,
+        "bundles": session.bundles,
+        "subagent_types": session.subagent_types,
+        "mcp_servers": session.mcp_servers,
+        "context": context,
+        "created_at": session.created_at.isoformat(),
+        "updated_at": session.updated_at.isoformat(),
+    }
+
+
+def card_context(card: ModelCard, tokens: int | None, trigger: float) -> dict[str, int | None]:
+    window = card.context_window
+    return {
+        "tokens": tokens,
+        "window": window,
+        "trigger_tokens": int(window * trigger) if window else None,
+    }
+
+
+class StatusOut(Schema):
+    status: str
+    entries: list[dict[str, Any]]
+
+
+class BlockOut(Schema):
+    kind: str
+    seq: int | None
+    role: str
+    text: str
+    tokens: int
+
+
+class ContextOut(Schema):
+    blocks: list[BlockOut]
+    tokens: int
+    window: int | None
+    trigger_tokens: int | None
+    truncated: list[Any]
+
+
+class StateOut(Schema):
+    tasks: list[Any]
+    timers: list[Any]
+    questions: list[Any]
+    subagents: list[Any]
+    loaded_skills: list[Any]
+    snapshot_seq: int | None

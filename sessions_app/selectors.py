@@ -1,0 +1,103 @@
+"""Reads with access checks: one helper per object type, used by views, API and consumers.
+
+Another team's object and a missing one look the same from outside: `Http404`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db.models import Q, QuerySet
+from django.http import Http404
+
+from sessions_app.models import AgentPreset, Entry, ModelCard, Session
+from teams_app.selectors import teams_of
+
+MODEL_VISIBLE = (
+    "user",
+    "command",
+    "answer",
+    "assistant",
+    "tool_result",
+    "subagent_result",
+    "timer",
+)
+
+
+def _one(queryset: QuerySet[Any], pk: Any, what: str) -> Any:
+    try:
+        return queryset.get(pk=int(pk))
+    except (ValueError, TypeError, queryset.model.DoesNotExist):
+        raise Http404(f"No such {what}.") from None
+
+
+def access_model_card(user: Any, pk: Any) -> ModelCard:
+    return _one(ModelCard.objects.filter(team__in=teams_of(user)), pk, "model card")
+
+
+def access_preset(user: Any, pk: Any) -> AgentPreset:
+    return _one(AgentPreset.objects.filter(team__in=teams_of(user)), pk, "preset")
+
+
+def access_session(user: Any, pk: Any) -> Session:
+    queryset = Session.objects.filter(team__in=teams_of(user)).select_related("model", "team")
+    return _one(queryset, pk, "session")
+
+
+def sessions_visible(user: Any, *, team: Any = None, q: str = "") -> QuerySet[Session]:
+    queryset = Session.objects.filter(team__in=teams_of(user)).select_related("model")
+    if team is not None:
+        queryset = queryset.filter(team=team)
+    if q:
+        queryset = queryset.filter(title__icontains=q)
+    return queryset.order_by("-created_at", "-id")
+
+
+def model_cards_visible(user: Any, *, team: Any = None) -> QuerySet[ModelCard]:
+    queryset = ModelCard.objects.filter(team__in=teams_of(user))
+    return queryset.filter(team=team) if team is not None else queryset
+
+
+def presets_visible(user: Any) -> QuerySet[AgentPreset]:
+    return AgentPreset.objects.filter(team__in=teams_of(user))
+
+
+def cut_seq(session_id: int) -> int:
+    """The latest boundary's `first_kept_seq`; 1 when the session has never compacted."""
+    boundary = (
+        Entry.objects.filter(session_id=session_id, kind="boundary")
+        .order_by("-seq")
+        .values_list("data", flat=True)
+        .first()
+    )
+    return int(boundary.get("first_kept_seq", 1)) if boundary else 1
+
+
+def entries_page(
+    session_id: int, *, after: int | None, before: int | None, limit: int
+) -> tuple[list[Entry], bool]:
+    queryset = Entry.objects.filter(session_id=session_id)
+    if after is not None:
+        queryset = queryset.filter(seq__gt=after)
+    if before is not None:
+        queryset = queryset.filter(seq__lt=before)
+    rows = list(queryset.order_by("seq").select_related("author")[: limit + 1])
+    return rows[:limit], len(rows) > limit
+
+
+def context_rows(session_id: int) -> list[Entry]:
+    """The entries the model sees: from the latest cut on, model-visible kinds only."""
+    cut = cut_seq(session_id)
+    return list(
+        Entry.objects.filter(session_id=session_id, seq__gte=cut, kind__in=MODEL_VISIBLE)
+        .order_by("seq")
+        .select_related("author")
+    )
+
+
+def is_in_context(entry: Entry, cut: int) -> bool:
+    return entry.seq >= cut and entry.kind in MODEL_VISIBLE
+
+
+def team_filter(user: Any) -> Q:
+    return Q(team__in=teams_of(user))

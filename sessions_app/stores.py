@@ -1,0 +1,63 @@
+"""The core's `TranscriptStore` on the ORM, held by the runner that owns the turn lease."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from asgiref.sync import sync_to_async
+
+from harness.messages import EntryKind, LogEntry
+from harness.ports import LeaseLost
+from sessions_app.leases import lease_renew
+from sessions_app.models import Entry
+from sessions_app.selectors import context_rows
+from sessions_app.services import entry_append, turn_boundary
+
+
+def log_entry(row: Entry) -> LogEntry:
+    return LogEntry(
+        seq=row.seq,
+        kind=row.kind,  # type: ignore[arg-type]
+        content=row.content,
+        data=row.data,
+        tokens=row.tokens,
+        author=row.author.username if row.author_id and row.author else None,
+    )
+
+
+def context_entries_now(session_id: int) -> list[LogEntry]:
+    return [log_entry(row) for row in context_rows(session_id)]
+
+
+class OrmTranscriptStore:
+    def __init__(self, lease: str) -> None:
+        self.lease = lease
+
+    async def context_entries(self, session_id: int) -> Sequence[LogEntry]:
+        return await sync_to_async(context_entries_now)(session_id)
+
+    async def append(
+        self,
+        session_id: int,
+        *,
+        kind: EntryKind,
+        content: str = "",
+        data: Mapping[str, Any] | None = None,
+        tokens: int | None = None,
+    ) -> LogEntry:
+        row = await sync_to_async(entry_append)(
+            session_id=session_id, kind=kind, content=content, data=data, tokens=tokens
+        )
+        return log_entry(row)
+
+    async def next_turn(self, session_id: int) -> bool:
+        lease = await sync_to_async(turn_boundary)(session_id, self.lease)
+        if lease is None:
+            return False
+        self.lease = lease
+        return True
+
+    async def keep_alive(self, session_id: int) -> None:
+        if not await sync_to_async(lease_renew)(session_id, self.lease):
+            raise LeaseLost(f"session {session_id} was taken over by another runner")

@@ -1,0 +1,77 @@
+"""Running a session's turns: in the in-process turn thread or a `runworker` process.
+
+`drive_session` builds the core's dependencies for one session and drives turns until no
+input is queued. Whatever goes wrong outside the core's own handling (a card whose wire is
+not available, a bug) is told to the watchers as a `notice` and the lease is released, so
+the session is never left stuck in `running`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+from asgiref.sync import sync_to_async
+from channels.consumer import AsyncConsumer
+from django.conf import settings
+
+from harness.loop import Deps, TurnConfig, drive
+from harness.ports import LeaseLost
+from horsie_site import wiring
+from sessions_app.events import ChannelEvents
+from sessions_app.models import Session
+from sessions_app.services import entry_append, session_release
+from sessions_app.stores import OrmTranscriptStore
+
+log = logging.getLogger(__name__)
+
+
+def turn_setup(session_id: int, lease: str) -> tuple[TurnConfig, Deps]:
+    session = Session.objects.select_related("model").get(pk=session_id)
+    deps = Deps(
+        store=OrmTranscriptStore(lease),
+        events=ChannelEvents(),
+        provider=wiring.provider_for(session.model),
+        tools=wiring.tools_for(session),
+    )
+    return wiring.turn_config(session), deps
+
+
+async def drive_session(session_id: int, lease: str) -> None:
+    store: OrmTranscriptStore | None = None
+    try:
+        config, deps = await sync_to_async(turn_setup)(session_id, lease)
+        store = deps.store  # type: ignore[assignment]
+        await drive(config, deps)
+    except LeaseLost:
+        log.warning("session %s: lease lost; another runner has it", session_id)
+    except Exception as error:
+        log.exception("session %s: the turn failed", session_id)
+        await sync_to_async(turn_failed)(session_id, store.lease if store else lease, error)
+
+
+def turn_failed(session_id: int, lease: str, error: Exception) -> None:
+    entry_append(
+        session_id=session_id,
+        kind="notice",
+        content=f"The turn failed: {type(error).__name__}: {error}",
+        data={"code": "turn_failed"},
+    )
+    session_release(session_id, lease)
+
+
+class TurnConsumer(AsyncConsumer):
+    """`manage.py runworker horsie-turns`: runs each dispatched turn as its own task."""
+
+    async def turn_run(self, message: dict[str, Any]) -> None:
+        if not hasattr(self, "slots"):
+            self.slots = asyncio.Semaphore(settings.HORSIE["WORKER_CONCURRENCY"])
+            self.tasks: set[asyncio.Task[None]] = set()
+        task = asyncio.create_task(self.run_one(int(message["session"]), str(message["lease"])))
+        self.tasks.add(task)
+        task.add_done_callback(self.tasks.discard)
+
+    async def run_one(self, session_id: int, lease: str) -> None:
+        async with self.slots:
+            await drive_session(session_id, lease)
