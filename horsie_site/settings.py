@@ -88,7 +88,8 @@ TEMPLATES = [
 DATABASES = {
     "default": dj_database_url.parse(
         env.string("DATABASE_URL", f"sqlite:///{VAR_DIR / 'horsie.sqlite3'}"),
-        conn_max_age=0,
+        conn_max_age=env.integer("DATABASE_CONN_MAX_AGE", 60),
+        conn_health_checks=True,
     )
 }
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":

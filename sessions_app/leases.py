@@ -22,6 +22,7 @@ def lease_seconds() -> int:
 
 
 def lease_take(session_id: int) -> str | None:
+    """Take the lease if it is free or expired; the caller then owns the session's turn."""
     now = timezone.now()
     token = secrets.token_hex(16)
     taken = (
@@ -50,3 +51,15 @@ def lease_release(session_id: int, token: str) -> bool:
             lease_owner=None, lease_expires_at=None, status="idle", updated_at=timezone.now()
         )
     )
+
+
+def lease_is_live(session: Session) -> bool:
+    expires = session.lease_expires_at
+    return session.lease_owner is not None and expires is not None and expires >= timezone.now()
+
+
+def status_of(session: Session) -> str:
+    """The status to show: a `running` whose runner died (lease expired) is idle again."""
+    if session.status == "running" and not lease_is_live(session):
+        return "idle"
+    return session.status

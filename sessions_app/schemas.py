@@ -6,6 +6,7 @@ from typing import Any, Literal
 
 from ninja import Field, Schema
 
+from sessions_app.leases import status_of
 from sessions_app.models import Entry, ModelCard, Session
 
 Wire = Literal["openai_chat", "openai_responses", "anthropic", "local"]
@@ -149,7 +150,7 @@ def session_out(session: Session, context: dict[str, int | None]) -> dict[str, A
         "model": session.model_id,
         "preset": session.preset_id,
         "team": session.team.name,
-        "status": session.status,
+        "status": status_of(session),
         "system_prompt": session.system_prompt,
         "max_steps": session.max_steps,
         "auto_compact": session.auto_compact,

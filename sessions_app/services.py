@@ -18,7 +18,7 @@ from django.db.models import F
 from django.utils import timezone
 
 from sessions_app import events
-from sessions_app.leases import lease_release, lease_take
+from sessions_app.leases import lease_release, lease_take, status_of
 from sessions_app.models import AgentPreset, Entry, ModelCard, QueuedInput, Session
 from sessions_app.schemas import entry_out
 from sessions_app.selectors import cut_seq
@@ -37,6 +37,14 @@ HELP = (
     "Slash commands: /help shows this list. /compact, /summary-n-fork, /handoff and /rewind "
     "arrive with compaction."
 )
+
+
+LOCAL_CARD = {
+    "name": "SmolLM2 135M (bundled, local)",
+    "model": "smollm2-135m-instruct",
+    "context_window": 2048,
+    "max_output_tokens": 256,
+}
 
 
 class InputTooLarge(ValueError):
@@ -86,10 +94,7 @@ def entry_append(
 def session_create(*, user: Any, team: Team, fields: Mapping[str, Any]) -> Session:
     preset: AgentPreset | None = fields.get("preset")
     card: ModelCard | None = fields.get("model") or (preset.model if preset else None)
-    if card is None:
-        card = ModelCard.objects.filter(team=team).order_by("id").first()
-    if card is None:
-        raise InvalidInput("This team has no model card yet; create one first.")
+    card = card or default_card(team)
     session = Session(
         team=team, created_by=user, model=card, title=fields.get("title") or "", preset=preset
     )
@@ -102,6 +107,18 @@ def session_create(*, user: Any, team: Team, fields: Mapping[str, Any]) -> Sessi
         setattr(session, name, pick(fields, preset, name, default))
     session.save()
     return session
+
+
+def default_card(team: Team) -> ModelCard:
+    """The team's first model card; a team with none gets the bundled local model's."""
+    card = ModelCard.objects.filter(team=team).order_by("id").first()
+    if card is not None:
+        return card
+    return ModelCard.objects.create(
+        team=team, name=LOCAL_CARD["name"], wire="local", model=LOCAL_CARD["model"],
+        context_window=LOCAL_CARD["context_window"],
+        max_output_tokens=LOCAL_CARD["max_output_tokens"],
+    )
 
 
 def pick(fields: Mapping[str, Any], preset: AgentPreset | None, name: str, default: Any) -> Any:
@@ -125,9 +142,14 @@ def message_post(*, session: Session, user: Any, text: str) -> Posted:
     """Store the input, then take the turn if nobody holds it; else it waits its turn."""
     input_check(text)
     queued = QueuedInput.objects.create(session=session, text=text, author=user)
+    interrupted = status_of(session) != session.status
     lease = lease_take(session.pk)
     if lease is None:
         return Posted(seq=None, queued=True)
+    if interrupted:
+        entry_append(session_id=session.pk, kind="notice", data={"code": "turn_interrupted"},
+                     content="The previous turn was interrupted (its runner stopped) and did "
+                     "not finish.")
     events.send_now(session.pk, {"type": "status", "status": "running"})
     entered, needs_turn = inputs_enter_log(session.pk)
     if not needs_turn:

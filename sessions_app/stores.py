@@ -5,14 +5,13 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from asgiref.sync import sync_to_async
-
 from harness.messages import EntryKind, LogEntry
 from harness.ports import LeaseLost
 from sessions_app.leases import lease_renew
 from sessions_app.models import Entry
 from sessions_app.selectors import context_rows
 from sessions_app.services import entry_append, turn_boundary
+from sessions_app.threads import db
 
 
 def log_entry(row: Entry) -> LogEntry:
@@ -35,7 +34,7 @@ class OrmTranscriptStore:
         self.lease = lease
 
     async def context_entries(self, session_id: int) -> Sequence[LogEntry]:
-        return await sync_to_async(context_entries_now)(session_id)
+        return await db(context_entries_now)(session_id)
 
     async def append(
         self,
@@ -46,18 +45,18 @@ class OrmTranscriptStore:
         data: Mapping[str, Any] | None = None,
         tokens: int | None = None,
     ) -> LogEntry:
-        row = await sync_to_async(entry_append)(
+        row = await db(entry_append)(
             session_id=session_id, kind=kind, content=content, data=data, tokens=tokens
         )
         return log_entry(row)
 
     async def next_turn(self, session_id: int) -> bool:
-        lease = await sync_to_async(turn_boundary)(session_id, self.lease)
+        lease = await db(turn_boundary)(session_id, self.lease)
         if lease is None:
             return False
         self.lease = lease
         return True
 
     async def keep_alive(self, session_id: int) -> None:
-        if not await sync_to_async(lease_renew)(session_id, self.lease):
+        if not await db(lease_renew)(session_id, self.lease):
             raise LeaseLost(f"session {session_id} was taken over by another runner")

@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 
-from asgiref.sync import sync_to_async
+from channels.db import database_sync_to_async
 from channels.layers import get_channel_layer
 
 from sessions_app.events import group_name
@@ -28,7 +28,7 @@ async def wait_settled(session_id: int, seconds: float) -> str:
     channel = await layer.new_channel()
     await layer.group_add(group_name(session_id), channel)
     try:
-        status = await sync_to_async(status_now)(session_id)
+        status = await database_sync_to_async(status_now)(session_id)
         with contextlib.suppress(TimeoutError):
             async with asyncio.timeout(seconds):
                 while status not in SETTLED:

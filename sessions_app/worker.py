@@ -12,7 +12,6 @@ import asyncio
 import logging
 from typing import Any
 
-from asgiref.sync import sync_to_async
 from channels.consumer import AsyncConsumer
 from django.conf import settings
 
@@ -23,6 +22,7 @@ from sessions_app.events import ChannelEvents
 from sessions_app.models import Session
 from sessions_app.services import entry_append, session_release
 from sessions_app.stores import OrmTranscriptStore
+from sessions_app.threads import db
 
 log = logging.getLogger(__name__)
 
@@ -41,14 +41,14 @@ def turn_setup(session_id: int, lease: str) -> tuple[TurnConfig, Deps]:
 async def drive_session(session_id: int, lease: str) -> None:
     store: OrmTranscriptStore | None = None
     try:
-        config, deps = await sync_to_async(turn_setup)(session_id, lease)
+        config, deps = await db(turn_setup)(session_id, lease)
         store = deps.store  # type: ignore[assignment]
         await drive(config, deps)
     except LeaseLost:
         log.warning("session %s: lease lost; another runner has it", session_id)
     except Exception as error:
         log.exception("session %s: the turn failed", session_id)
-        await sync_to_async(turn_failed)(session_id, store.lease if store else lease, error)
+        await db(turn_failed)(session_id, store.lease if store else lease, error)
 
 
 def turn_failed(session_id: int, lease: str, error: Exception) -> None:

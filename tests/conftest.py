@@ -15,6 +15,16 @@ import pytest
 os.environ.setdefault("HORSIE_REDIS_PREFIX", f"horsie-test-{uuid.uuid4().hex[:8]}")
 
 
+@pytest.fixture(autouse=True, scope="session")
+def short_lived_connections(django_db_setup):
+    """Turn threads open their own connections: close them after use, so the test database
+    can be dropped at the end of the run."""
+    from django.db import connections
+
+    for alias in connections:
+        connections.settings[alias]["CONN_MAX_AGE"] = 0
+
+
 @pytest.fixture
 def personas(db):
     from teams_app.services import member_ensure, token_issue

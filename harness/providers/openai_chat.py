@@ -1,0 +1,304 @@
+"""The `openai_chat` wire: chat completions through the official `openai` SDK.
+
+One retry mechanism: the SDK's own retries are off and `with_retries` from `base` wraps only
+the opening of the stream (the request and its first chunk). Once an event has been yielded
+nothing is retried, so a caller never sees text twice. Chat-completions reasoning
+(`reasoning_content` / `reasoning` deltas, as local and compatible servers send them) is shown
+as `ReasoningDelta`s but never serialized back into a request: this wire cannot replay it.
+A client is kept per event loop, since pooled connections must not cross loops.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import weakref
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass, field
+from typing import Any, assert_never
+
+import httpx
+import openai
+from openai import AsyncOpenAI, AsyncStream
+from openai.types.chat import (
+    ChatCompletionChunk,
+    ChatCompletionFunctionToolParam,
+    ChatCompletionMessageParam,
+    ChatCompletionMessageToolCallParam,
+)
+from openai.types.chat.chat_completion_chunk import ChoiceDelta, ChoiceDeltaToolCall
+from openai.types.completion_usage import CompletionUsage
+
+from harness.messages import (
+    AssistantMessage,
+    Message,
+    ModelRequest,
+    ModelResponse,
+    ReasoningDelta,
+    ResponseDone,
+    StreamEvent,
+    SystemMessage,
+    TextDelta,
+    ToolCall,
+    ToolResultMessage,
+    ToolSpec,
+    Usage,
+    UserMessage,
+)
+from harness.providers.base import (
+    Capabilities,
+    CardConfig,
+    ProviderError,
+    RetryPolicy,
+    with_retries,
+)
+
+WIRE = "openai_chat"
+DEFAULT_TIMEOUT = 120.0
+NO_API_KEY = "not-needed"
+CONTEXT_WORDS = ("context length", "maximum context", "context_length_exceeded", "context window")
+
+Chunks = AsyncStream[ChatCompletionChunk]
+
+
+def build(card: CardConfig, options: dict[str, Any]) -> OpenAIChatProvider:
+    return OpenAIChatProvider(
+        card=card,
+        timeout=float(options.get("timeout", DEFAULT_TIMEOUT)),
+        retry=options.get("retry") or RetryPolicy(),
+    )
+
+
+@dataclass(kw_only=True, eq=False)
+class OpenAIChatProvider:
+    """Not frozen: the `Provider` protocol declares `capabilities` as a plain attribute."""
+
+    card: CardConfig
+    timeout: float = DEFAULT_TIMEOUT
+    retry: RetryPolicy = field(default_factory=RetryPolicy)
+    capabilities: Capabilities = Capabilities(tools=True, streaming_usage=True)
+    _clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, AsyncOpenAI] = field(
+        default_factory=weakref.WeakKeyDictionary, repr=False, compare=False
+    )
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
+        opened = await with_retries(lambda: self._open(request), self.retry)
+        assembly = _Assembly()
+        try:
+            async for chunk in _chunks(opened):
+                for event in assembly.feed(chunk):
+                    yield event
+        finally:
+            await opened.stream.close()
+        yield ResponseDone(response=assembly.response())
+
+    async def _open(self, request: ModelRequest) -> _Opened:
+        with _translated():
+            stream = await self._client().chat.completions.create(
+                model=self.card.model,
+                messages=[_message(message) for message in request.messages],
+                tools=[_tool(spec) for spec in request.tools] or openai.omit,
+                max_tokens=request.max_output_tokens or self.card.max_output_tokens,
+                stream=True,
+                stream_options={"include_usage": True},
+            )
+        return await _first_chunk(stream)
+
+    def _client(self) -> AsyncOpenAI:
+        loop = asyncio.get_running_loop()
+        client = self._clients.get(loop)
+        if client is None:
+            client = self._clients[loop] = AsyncOpenAI(
+                api_key=self.card.api_key or NO_API_KEY,
+                base_url=self.card.base_url,
+                timeout=self.timeout,
+                max_retries=0,
+            )
+        return client
+
+
+# Request: our messages and tools as chat-completions JSON.
+
+
+def _message(message: Message) -> ChatCompletionMessageParam:
+    match message:
+        case SystemMessage(text=text):
+            return {"role": "system", "content": text}
+        case UserMessage(text=text):
+            return {"role": "user", "content": text}
+        case AssistantMessage():
+            return _assistant(message)
+        case ToolResultMessage():
+            content = f"Error: {message.text}" if message.is_error else message.text
+            return {"role": "tool", "tool_call_id": message.call_id, "content": content}
+        case _:
+            assert_never(message)
+
+
+def _assistant(message: AssistantMessage) -> ChatCompletionMessageParam:
+    """The reasoning is left out on purpose: chat completions never takes it back."""
+    if not message.tool_calls:
+        return {"role": "assistant", "content": message.text}
+    calls = [_tool_call(call) for call in message.tool_calls]
+    return {"role": "assistant", "content": message.text or None, "tool_calls": calls}
+
+
+def _tool_call(call: ToolCall) -> ChatCompletionMessageToolCallParam:
+    return {
+        "id": call.id,
+        "type": "function",
+        "function": {"name": call.name, "arguments": call.arguments},
+    }
+
+
+def _tool(spec: ToolSpec) -> ChatCompletionFunctionToolParam:
+    return {
+        "type": "function",
+        "function": {
+            "name": spec.name,
+            "description": spec.description,
+            "parameters": dict(spec.parameters),
+        },
+    }
+
+
+# Response: chunks into events, fragments into a whole response.
+
+
+@dataclass(frozen=True, kw_only=True)
+class _Opened:
+    stream: Chunks
+    first: ChatCompletionChunk | None
+
+
+async def _first_chunk(stream: Chunks) -> _Opened:
+    """Read one chunk while retrying is still safe; a failure here closes the stream."""
+    try:
+        with _translated():
+            first = await anext(aiter(stream), None)
+    except BaseException:
+        await stream.close()
+        raise
+    return _Opened(stream=stream, first=first)
+
+
+async def _chunks(opened: _Opened) -> AsyncIterator[ChatCompletionChunk]:
+    if opened.first is None:
+        return
+    yield opened.first
+    with _translated():
+        async for chunk in opened.stream:
+            yield chunk
+
+
+@dataclass(kw_only=True)
+class _CallParts:
+    id: str = ""
+    name: str = ""
+    arguments: list[str] = field(default_factory=list)
+
+    def add(self, fragment: ChoiceDeltaToolCall) -> None:
+        self.id = self.id or fragment.id or ""
+        if fragment.function is not None:
+            self.name = self.name or fragment.function.name or ""
+            self.arguments.append(fragment.function.arguments or "")
+
+
+@dataclass(kw_only=True)
+class _Assembly:
+    """A builder, so mutable: the stream's pieces gathered until the last chunk."""
+
+    text: list[str] = field(default_factory=list)
+    reasoning: list[str] = field(default_factory=list)
+    calls: dict[int, _CallParts] = field(default_factory=dict)
+    usage: Usage | None = None
+    finish_reason: str | None = None
+
+    def feed(self, chunk: ChatCompletionChunk) -> list[StreamEvent]:
+        if chunk.usage is not None:
+            self.usage = _usage(chunk.usage)
+        if not chunk.choices:
+            return []
+        choice = chunk.choices[0]
+        self.finish_reason = choice.finish_reason or self.finish_reason
+        return self._delta(choice.delta)
+
+    def _delta(self, delta: ChoiceDelta) -> list[StreamEvent]:
+        for fragment in delta.tool_calls or ():
+            self.calls.setdefault(fragment.index, _CallParts()).add(fragment)
+        events: list[StreamEvent] = []
+        if reasoning := _reasoning(delta):
+            self.reasoning.append(reasoning)
+            events.append(ReasoningDelta(text=reasoning))
+        if delta.content:
+            self.text.append(delta.content)
+            events.append(TextDelta(text=delta.content))
+        return events
+
+    def response(self) -> ModelResponse:
+        return ModelResponse(
+            text="".join(self.text),
+            tool_calls=tuple(_whole_call(i, self.calls[i]) for i in sorted(self.calls)),
+            reasoning="".join(self.reasoning) or None,
+            usage=self.usage,
+            finish_reason=self.finish_reason,
+        )
+
+
+def _whole_call(index: int, parts: _CallParts) -> ToolCall:
+    """Some compatible servers send no id; the fallback keeps call and result paired."""
+    call_id = parts.id or f"call_{index}"
+    return ToolCall(id=call_id, name=parts.name, arguments="".join(parts.arguments))
+
+
+def _reasoning(delta: ChoiceDelta) -> str | None:
+    extra = delta.model_extra or {}
+    for key in ("reasoning_content", "reasoning"):
+        value = extra.get(key)
+        if isinstance(value, str) and value:
+            return value
+    return None
+
+
+def _usage(usage: CompletionUsage) -> Usage:
+    details = usage.prompt_tokens_details
+    cached = details.cached_tokens if details is not None else None
+    return Usage(
+        input_tokens=usage.prompt_tokens,
+        output_tokens=usage.completion_tokens,
+        cached_tokens=cached or 0,
+    )
+
+
+# Errors: SDK and transport exceptions into ProviderError codes.
+
+
+@contextlib.contextmanager
+def _translated() -> Iterator[None]:
+    try:
+        yield
+    except (openai.APIError, httpx.HTTPError) as error:
+        raise _provider_error(error) from error
+
+
+def _provider_error(error: openai.APIError | httpx.HTTPError) -> ProviderError:
+    message = str(error)
+    if isinstance(error, openai.APITimeoutError | httpx.TimeoutException):
+        return ProviderError(message, code="timeout", retryable=True)
+    if isinstance(error, openai.APIConnectionError | httpx.TransportError):
+        return ProviderError(message, code="connection", retryable=True)
+    if isinstance(error, openai.APIStatusError):
+        return _status_error(error.status_code, message)
+    return ProviderError(message, code="unknown")
+
+
+def _status_error(status: int, message: str) -> ProviderError:
+    if status == 429:
+        return ProviderError(message, code="rate_limited", retryable=True)
+    if status >= 500:
+        return ProviderError(message, code="server_error", retryable=True)
+    if status in (401, 403):
+        return ProviderError(message, code="auth")
+    if any(word in message.lower() for word in CONTEXT_WORDS):
+        return ProviderError(message, code="context_length_exceeded")
+    return ProviderError(message, code="bad_request")

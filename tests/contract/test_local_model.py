@@ -1,0 +1,113 @@
+"""The bundled model, really loaded: in-process on the local wire and behind llama_cpp.server.
+
+The model is tiny, so these check mechanics (deltas arrive, a response ends the stream, usage
+is counted), never what it says.
+"""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from harness.messages import (
+    ModelRequest,
+    ResponseDone,
+    StreamEvent,
+    TextDelta,
+    ToolSpec,
+    UserMessage,
+)
+from harness.providers import build_provider
+from harness.providers.base import CardConfig, Provider, RetryPolicy, UnsupportedRequest
+from harness.providers.local import default_model_path
+
+pytestmark = pytest.mark.localmodel
+
+CARD = CardConfig(wire="local", model="smollm2-135m", context_window=2048, max_output_tokens=16)
+HELLO = ModelRequest(messages=(UserMessage(text="Say hello."),))
+READY_TIMEOUT = 60.0
+POLL_INTERVAL = 0.25
+
+
+async def events_of(provider: Provider, request: ModelRequest) -> list[StreamEvent]:
+    return [event async for event in provider.stream(request)]
+
+
+def assert_a_reply(events: list[StreamEvent]) -> None:
+    assert any(isinstance(event, TextDelta) for event in events)
+    done = events[-1]
+    assert isinstance(done, ResponseDone)
+    assert done.response.text
+    assert done.response.usage is not None
+    assert done.response.usage.output_tokens > 0
+
+
+async def test_the_bundled_model_streams_a_reply() -> None:
+    events = await events_of(build_provider(CARD), HELLO)
+    assert_a_reply(events)
+
+
+async def test_a_request_with_tools_is_unsupported() -> None:
+    tool = ToolSpec(name="noop", description="Does nothing.", parameters={"type": "object"})
+    request = ModelRequest(messages=HELLO.messages, tools=(tool,))
+    with pytest.raises(UnsupportedRequest):
+        await events_of(build_provider(CARD), request)
+
+
+# The openai_chat wire against a real model server.
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+    return port
+
+
+def wait_until_ready(process: subprocess.Popen[bytes], url: str) -> None:
+    deadline = time.monotonic() + READY_TIMEOUT
+    while time.monotonic() < deadline:
+        assert process.poll() is None, "llama_cpp.server exited before it was ready"
+        try:
+            with urllib.request.urlopen(url, timeout=POLL_INTERVAL * 4):
+                return
+        except (urllib.error.URLError, ConnectionError, TimeoutError):
+            time.sleep(POLL_INTERVAL)
+    pytest.fail(f"llama_cpp.server was not ready within {READY_TIMEOUT} s")
+
+
+@pytest.fixture
+def llama_server(tmp_path: Path) -> Iterator[str]:
+    """A real llama_cpp.server on the bundled model; yields its base URL."""
+    port = free_port()
+    command = [sys.executable, "-m", "llama_cpp.server", "--model", str(default_model_path()),
+               "--n_threads", "1", "--interrupt_requests", "False",
+               "--host", "127.0.0.1", "--port", str(port)]  # fmt: skip
+    with (tmp_path / "llama-server.log").open("wb") as log:
+        process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
+    try:
+        wait_until_ready(process, f"http://127.0.0.1:{port}/v1/models")
+        yield f"http://127.0.0.1:{port}/v1"
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+
+
+async def test_openai_chat_streams_from_llama_cpp_server(llama_server: str) -> None:
+    card = CardConfig(
+        wire="openai_chat", model="smollm2", base_url=llama_server, max_output_tokens=16
+    )
+    provider = build_provider(card, {"timeout": 60.0, "retry": RetryPolicy(attempts=1)})
+    events = await events_of(provider, HELLO)
+    assert any(isinstance(event, TextDelta) for event in events)
+    done = events[-1]
+    assert isinstance(done, ResponseDone)
+    assert done.response.text

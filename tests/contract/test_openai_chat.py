@@ -1,0 +1,185 @@
+"""The openai_chat wire against a scripted server process: what it sends, what it makes of replies."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from harness.messages import (
+    AssistantMessage,
+    ModelRequest,
+    ReasoningDelta,
+    ResponseDone,
+    StreamEvent,
+    SystemMessage,
+    TextDelta,
+    ToolCall,
+    ToolResultMessage,
+    ToolSpec,
+    Usage,
+    UserMessage,
+)
+from harness.providers.base import CardConfig, ProviderError, RetryPolicy, complete
+from harness.providers.openai_chat import OpenAIChatProvider, build
+
+from .conftest import ScriptedServer
+
+pytestmark = pytest.mark.contract
+
+Start = Callable[[list[dict[str, Any]]], ScriptedServer]
+FAST_RETRY = RetryPolicy(attempts=3, base_delay=0.001, max_delay=0.002)
+HELLO = ModelRequest(messages=(SystemMessage(text="Be brief."), UserMessage(text="Hello")))
+WEATHER = ToolSpec(
+    name="weather",
+    description="The weather in a city.",
+    parameters={"type": "object", "properties": {"city": {"type": "string"}}},
+)
+
+
+def provider_for(server: ScriptedServer) -> OpenAIChatProvider:
+    card = CardConfig(wire="openai_chat", model="scripted", base_url=server.base_url)
+    return build(card, {"timeout": 10.0, "retry": FAST_RETRY})
+
+
+async def events_of(provider: OpenAIChatProvider, request: ModelRequest) -> list[StreamEvent]:
+    return [event async for event in provider.stream(request)]
+
+
+async def test_streamed_deltas_join_to_the_text_and_usage_is_read(scripted_server: Start) -> None:
+    usage = {"prompt_tokens": 11, "completion_tokens": 6, "total_tokens": 17,
+             "prompt_tokens_details": {"cached_tokens": 4}}  # fmt: skip
+    server = scripted_server([{"text": "Hello there, traveller.", "usage": usage}])
+    events = await events_of(provider_for(server), HELLO)
+    deltas = [event.text for event in events if isinstance(event, TextDelta)]
+    done = events[-1]
+    assert isinstance(done, ResponseDone)
+    assert len(deltas) > 1
+    assert "".join(deltas) == done.response.text == "Hello there, traveller."
+    assert done.response.usage == Usage(input_tokens=11, output_tokens=6, cached_tokens=4)
+    assert done.response.finish_reason == "stop"
+
+
+async def test_the_request_carries_messages_cap_and_usage_option(scripted_server: Start) -> None:
+    server = scripted_server([{"text": "ok"}])
+    await complete(
+        provider_for(server), ModelRequest(messages=HELLO.messages, max_output_tokens=33)
+    )
+    [sent] = server.requests()
+    assert sent["messages"] == [
+        {"role": "system", "content": "Be brief."},
+        {"role": "user", "content": "Hello"},
+    ]
+    assert sent["max_tokens"] == 33
+    assert sent["stream"] is True
+    assert sent["stream_options"] == {"include_usage": True}
+    assert "tools" not in sent
+
+
+async def test_no_usage_from_the_server_gives_none(scripted_server: Start) -> None:
+    server = scripted_server([{"text": "ok", "usage": None}])
+    response = await complete(provider_for(server), HELLO)
+    assert response.usage is None
+
+
+async def test_tool_call_fragments_are_assembled(scripted_server: Start) -> None:
+    arguments = '{"city": "Paris", "unit": "celsius"}'
+    call = {"id": "call_abc", "name": "weather", "arguments": arguments}
+    server = scripted_server([{"text": "", "tool_calls": [call]}])
+    request = ModelRequest(messages=(UserMessage(text="Weather?"),), tools=(WEATHER,))
+    response = await complete(provider_for(server), request)
+    assert response.tool_calls == (ToolCall(id="call_abc", name="weather", arguments=arguments),)
+    assert response.finish_reason == "tool_calls"
+    [sent] = server.requests()
+    assert sent["tools"] == [
+        {
+            "type": "function",
+            "function": {
+                "name": "weather",
+                "description": "The weather in a city.",
+                "parameters": dict(WEATHER.parameters),
+            },
+        }
+    ]
+
+
+async def test_tool_results_go_back_with_role_tool_and_call_id(scripted_server: Start) -> None:
+    server = scripted_server([{"text": "Sunny."}])
+    call = ToolCall(id="call_abc", name="weather", arguments='{"city": "Paris"}')
+    request = ModelRequest(
+        messages=(
+            UserMessage(text="Weather?"),
+            AssistantMessage(text="", tool_calls=(call,)),
+            ToolResultMessage(call_id="call_abc", name="weather", text="22C, sunny"),
+        ),
+        tools=(WEATHER,),
+    )
+    await complete(provider_for(server), request)
+    [sent] = server.requests()
+    assistant, result = sent["messages"][1:]
+    assert assistant["tool_calls"] == [
+        {"id": "call_abc", "type": "function",
+         "function": {"name": "weather", "arguments": '{"city": "Paris"}'}}
+    ]  # fmt: skip
+    assert result == {"role": "tool", "tool_call_id": "call_abc", "content": "22C, sunny"}
+
+
+async def test_reasoning_is_shown_but_never_sent_back(scripted_server: Start) -> None:
+    server = scripted_server([{"reasoning": "Think it through.", "text": "Four."}, {"text": "ok"}])
+    provider = provider_for(server)
+    events = await events_of(provider, HELLO)
+    reasoning = "".join(e.text for e in events if isinstance(e, ReasoningDelta))
+    assert reasoning == "Think it through."
+    done = events[-1]
+    assert isinstance(done, ResponseDone)
+    assert done.response.reasoning == "Think it through."
+    replay = AssistantMessage(text=done.response.text, reasoning=done.response.reasoning)
+    await complete(
+        provider, ModelRequest(messages=(*HELLO.messages, replay, UserMessage(text="And?")))
+    )
+    sent = server.requests()[1]["messages"][2]
+    assert sent == {"role": "assistant", "content": "Four."}
+    assert "Think it through" not in str(server.requests()[1])
+
+
+async def test_rate_limit_then_success_is_retried(scripted_server: Start) -> None:
+    server = scripted_server([{"status": 429, "message": "slow down"}, {"text": "made it"}])
+    response = await complete(provider_for(server), HELLO)
+    assert response.text == "made it"
+    assert len(server.requests()) == 2
+
+
+async def test_server_errors_on_every_attempt_give_server_error(scripted_server: Start) -> None:
+    server = scripted_server([{"status": 500, "message": "boom"}] * FAST_RETRY.attempts)
+    with pytest.raises(ProviderError) as caught:
+        await complete(provider_for(server), HELLO)
+    assert caught.value.code == "server_error"
+    assert caught.value.retryable
+    assert len(server.requests()) == FAST_RETRY.attempts
+
+
+async def test_context_overflow_is_named_and_not_retried(scripted_server: Start) -> None:
+    message = "This model's maximum context length is 8192 tokens."
+    server = scripted_server([{"status": 400, "message": message}, {"text": "never"}])
+    with pytest.raises(ProviderError) as caught:
+        await complete(provider_for(server), HELLO)
+    assert caught.value.code == "context_length_exceeded"
+    assert not caught.value.retryable
+    assert len(server.requests()) == 1
+
+
+async def test_other_client_errors_are_bad_requests(scripted_server: Start) -> None:
+    server = scripted_server([{"status": 400, "message": "unknown field"}])
+    with pytest.raises(ProviderError) as caught:
+        await complete(provider_for(server), HELLO)
+    assert caught.value.code == "bad_request"
+
+
+async def test_a_refused_connection_is_a_retryable_connection_error() -> None:
+    card = CardConfig(wire="openai_chat", model="x", base_url="http://127.0.0.1:9/v1")
+    provider = build(card, {"timeout": 5.0, "retry": RetryPolicy(attempts=1)})
+    with pytest.raises(ProviderError) as caught:
+        await complete(provider, HELLO)
+    assert caught.value.code == "connection"
+    assert caught.value.retryable
