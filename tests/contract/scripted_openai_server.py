@@ -3,7 +3,8 @@
 Usage: python scripted_openai_server.py SCRIPT.json [PORT]. With port 0 (the default) the
 chosen port is printed as stdout's first line. The script is a list of steps; each POST to
 /v1/chat/completions consumes the next one: a reply {"text", "reasoning", "tool_calls",
-"usage"} or an error {"status", "message"}. Every request body is recorded and served back by
+"usage"} or an error {"status", "message"}. A step with "repeat" is never used up; a reply
+with "stall" streams its text and then hangs, like a model stuck mid-turn. Every request body is recorded and served back by
 GET /__requests, so a test can assert what a wire really sent. Stdlib only.
 """
 
@@ -32,6 +33,8 @@ class Script:
             self.requests.append(body)
             if not self.steps:
                 return {"status": 500, "message": "the script has no steps left"}
+            if self.steps[0].get("repeat"):
+                return self.steps[0]
             return self.steps.pop(0)
 
 
@@ -65,6 +68,8 @@ def reply_chunks(step: dict[str, Any], include_usage: bool) -> Iterator[dict[str
         yield chunk({"reasoning_content": part})
     for part in pieces(step.get("text", "")):
         yield chunk({"content": part})
+    if step.get("stall"):
+        threading.Event().wait()
     calls = step.get("tool_calls", [])
     yield from tool_call_chunks(calls)
     yield chunk({}, finish="tool_calls" if calls else "stop")
