@@ -7,6 +7,7 @@ configuration are put together here. Tests swap `provider_for` to script the mod
 
 from __future__ import annotations
 
+import functools
 import os
 from typing import Any
 
@@ -40,7 +41,13 @@ def provider_options() -> dict[str, Any]:
 
 
 def provider_for(card: Any) -> Provider:
-    return build_provider(card_config(card), provider_options())
+    return cached_provider(card_config(card))
+
+
+@functools.lru_cache(maxsize=64)
+def cached_provider(config: CardConfig) -> Provider:
+    """Providers hold HTTP clients (and the local model): build one per card configuration."""
+    return build_provider(config, provider_options())
 
 
 def tools_for(session: Any) -> dict[str, Tool]:

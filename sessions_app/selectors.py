@@ -85,13 +85,16 @@ def entries_page(
     return rows[:limit], len(rows) > limit
 
 
-def context_rows(session_id: int) -> list[Entry]:
-    """The entries the model sees: from the latest cut on, model-visible kinds only."""
+def context_rows(session_id: int) -> list[tuple[int, str, str, dict[str, Any], int | None]]:
+    """The entries the model sees, from the latest cut on, model-visible kinds only.
+
+    Plain tuples, no author join: this runs before every model call.
+    """
     cut = cut_seq(session_id)
     return list(
         Entry.objects.filter(session_id=session_id, seq__gte=cut, kind__in=MODEL_VISIBLE)
         .order_by("seq")
-        .select_related("author")
+        .values_list("seq", "kind", "content", "data", "tokens")
     )
 
 

@@ -26,7 +26,10 @@ def log_entry(row: Entry) -> LogEntry:
 
 
 def context_entries_now(session_id: int) -> list[LogEntry]:
-    return [log_entry(row) for row in context_rows(session_id)]
+    return [
+        LogEntry(seq=seq, kind=kind, content=content, data=data, tokens=tokens)  # type: ignore[arg-type]
+        for seq, kind, content, data, tokens in context_rows(session_id)
+    ]
 
 
 class OrmTranscriptStore:
