@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.conf import settings
+from django.core.exceptions import RequestDataTooBig
 from django.http import Http404, HttpRequest, HttpResponse
 from ninja import NinjaAPI
 from ninja.errors import AuthenticationError, HttpError, ValidationError
@@ -43,6 +45,13 @@ def unauthorized(request: HttpRequest, exc: AuthenticationError) -> HttpResponse
 @api.exception_handler(ValidationError)
 def invalid(request: HttpRequest, exc: ValidationError) -> HttpResponse:
     return api.create_response(request, {"detail": exc.errors}, status=422)
+
+
+@api.exception_handler(RequestDataTooBig)
+def too_big(request: HttpRequest, exc: RequestDataTooBig) -> HttpResponse:
+    limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+    detail = f"The request body is larger than {limit} bytes."
+    return api.create_response(request, {"detail": detail}, status=413)
 
 
 @api.exception_handler(HttpError)
