@@ -16,6 +16,7 @@ from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ChannelNameRouter, ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 
+import harness.providers.openai_chat  # noqa: E402, F401  (the SDK's import, ~2 s, not on a turn)
 from sessions_app.dispatcher import TURN_CHANNEL  # noqa: E402
 from sessions_app.routing import websocket_urlpatterns  # noqa: E402
 from sessions_app.worker import TurnConsumer  # noqa: E402

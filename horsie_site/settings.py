@@ -7,6 +7,7 @@ several web processes and turn workers (`manage.py runworker horsie-turns`).
 
 from __future__ import annotations
 
+import os
 import secrets
 from pathlib import Path
 
@@ -100,7 +101,7 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
         "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
     }
     # Turns run on another thread: tests need a file, not a shared in-memory database.
-    DATABASES["default"]["TEST"] = {"NAME": str(VAR_DIR / "test.sqlite3")}
+    DATABASES["default"]["TEST"] = {"NAME": str(VAR_DIR / f"test-{os.getpid()}.sqlite3")}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 REDIS_URL = env.string("REDIS_URL", "")

@@ -73,15 +73,19 @@ def cut_seq(session_id: int) -> int:
     return int(boundary.get("first_kept_seq", 1)) if boundary else 1
 
 
-def entries_page(
-    session_id: int, *, after: int | None, before: int | None, limit: int
-) -> tuple[list[Entry], bool]:
-    queryset = Entry.objects.filter(session_id=session_id)
+def entries_page(session_id: int, *, after: int | None, before: int | None,
+                 limit: int) -> tuple[list[Entry], bool]:
+    """A page in ascending seq: the first `limit` after `after`, or else the last `limit`
+    before `before`; `has_more` says whether more lie beyond the page in that direction."""
+    queryset = Entry.objects.filter(session_id=session_id).select_related("author")
     if after is not None:
         queryset = queryset.filter(seq__gt=after)
     if before is not None:
         queryset = queryset.filter(seq__lt=before)
-    rows = list(queryset.order_by("seq").select_related("author")[: limit + 1])
+    if before is not None and after is None:
+        rows = list(queryset.order_by("-seq")[: limit + 1])
+        return rows[:limit][::-1], len(rows) > limit
+    rows = list(queryset.order_by("seq")[: limit + 1])
     return rows[:limit], len(rows) > limit
 
 

@@ -183,3 +183,16 @@ def test_entries_cannot_be_changed_or_deleted(session):
         entry.save()
     with pytest.raises(ImmutableEntry):
         entry.delete()
+
+
+def test_entries_page_backwards_with_before(api_for, session):
+    from sessions_app.services import entry_append
+
+    for n in range(1, 8):
+        entry_append(session_id=session.pk, kind="user", content=str(n))
+    page = api_for("alice").get(f"/sessions/{session.pk}/entries?before=6&limit=3").json()
+    assert [e["seq"] for e in page["entries"]] == [3, 4, 5]
+    assert page["has_more"] is True
+    page = api_for("alice").get(f"/sessions/{session.pk}/entries?after=4&limit=3").json()
+    assert [e["seq"] for e in page["entries"]] == [5, 6, 7]
+    assert page["has_more"] is False

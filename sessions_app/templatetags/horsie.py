@@ -1,0 +1,105 @@
+"""Template helpers for the browser UI: markdown that can never run, and small formatters.
+
+Whatever a model or a person writes is rendered by markdown-it with raw HTML off, then
+sanitised by nh3 with a short allow-list (no `img`, only http/https/mailto links), so even
+a renderer bug cannot let a `<script>`, an event handler or a `javascript:` URL through.
+Images become plain links: an agent UI that loads any image a model names leaks the
+conversation through the image URL. Live entries fetch this same rendering from the server,
+so it stays in one place.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import Any
+
+import nh3
+from django import template
+from django.utils import timezone
+from django.utils.html import format_html
+from django.utils.safestring import SafeString, mark_safe
+from django.utils.timesince import timesince
+from markdown_it import MarkdownIt
+
+from sessions_app.selectors import sessions_visible
+
+register = template.Library()
+
+TAGS = {
+    "p", "br", "hr", "h1", "h2", "h3", "h4", "h5", "h6", "strong", "em", "del", "s", "code",
+    "pre", "blockquote", "ul", "ol", "li", "a", "table", "thead", "tbody", "tr", "th", "td",
+}  # fmt: skip
+ATTRIBUTES = {"a": {"href", "title"}, "ol": {"start"}, "th": {"style"}, "td": {"style"}}
+URL_SCHEMES = {"http", "https", "mailto"}
+
+
+def image_as_link(self: Any, tokens: Any, idx: int, options: Any, env: Any) -> str:
+    token = tokens[idx]
+    alt = self.renderInlineAsText(token.children or [], options, env)
+    src = str(token.attrGet("src") or "")
+    return str(format_html('<a href="{}">{}</a>', src, alt or src))
+
+
+def make_markdown() -> MarkdownIt:
+    md = MarkdownIt("commonmark", {"html": False}).enable("table")
+    md.add_render_rule("image", image_as_link)
+    return md
+
+
+MARKDOWN = make_markdown()
+
+
+def render_markdown(text: str) -> str:
+    return nh3.clean(
+        MARKDOWN.render(text or ""),
+        tags=TAGS,
+        attributes=ATTRIBUTES,
+        url_schemes=URL_SCHEMES,
+        filter_style_properties={"text-align"},
+        link_rel="noopener noreferrer nofollow",
+    )
+
+
+@register.filter
+def markdown(text: str) -> SafeString:
+    return mark_safe(render_markdown(text))  # noqa: S308 sanitised by nh3 just above
+
+
+@register.filter
+def as_datetime(value: Any) -> datetime | None:
+    """Entries carry ISO strings (the API's shape); templates want datetimes."""
+    if isinstance(value, datetime):
+        return value
+    try:
+        return datetime.fromisoformat(str(value))
+    except ValueError:
+        return None
+
+
+@register.filter
+def ago(moment: datetime) -> str:
+    if timezone.now() - moment < timedelta(minutes=1):
+        return "just now"
+    return f"{timesince(moment)} ago"
+
+
+@register.filter
+def percent(part: int | None, whole: int | None) -> int:
+    if not part or not whole:
+        return 0
+    return min(100, round(100 * part / whole))
+
+
+@register.simple_tag(takes_context=True)
+def recent_sessions(context: template.Context, limit: int = 8) -> list[Any]:
+    """The sidebar's most recent sessions of the team the browser is working in."""
+    request = context.get("request")
+    team = getattr(request, "team", None)
+    if request is None or team is None:
+        return []
+    return list(sessions_visible(request.user, team=team)[:limit])
+
+
+@register.filter
+def thousands(value: int | None) -> str:
+    return "—" if value is None else f"{value:,}"
