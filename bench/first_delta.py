@@ -41,8 +41,10 @@ async def measure(stack: Stack, session: int) -> list[float]:
 
 def post(stack: Stack, session: int, text: str) -> None:
     request = urllib.request.Request(
-        f"{stack.url}/api/v1/sessions/{session}/messages", data=json.dumps({"text": text}).encode(),
-        headers={"Authorization": f"Bearer {stack.token}", "Content-Type": "application/json"})
+        f"{stack.url}/api/v1/sessions/{session}/messages",
+        data=json.dumps({"text": text}).encode(),
+        headers={"Authorization": f"Bearer {stack.token}", "Content-Type": "application/json"},
+    )
     urllib.request.urlopen(request, timeout=30).read()
 
 
@@ -53,8 +55,10 @@ def main() -> None:
         stack.start_web()
         session = stack.session_on(model, title="first delta")
         times = asyncio.run(measure(stack, session))
-        print(f"POST → first delta, median of {SAMPLES}: {median(times) * 1000:.1f} ms "
-              f"(min {min(times) * 1000:.1f}, max {max(times) * 1000:.1f})")
+        print(
+            f"POST → first delta, median of {SAMPLES}: {median(times) * 1000:.1f} ms "
+            f"(min {min(times) * 1000:.1f}, max {max(times) * 1000:.1f})"
+        )
     finally:
         stack.close()
 

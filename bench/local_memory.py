@@ -16,9 +16,10 @@ from tests.support.stack import Stack  # noqa: E402
 
 
 def peak_mib(pid: int) -> float:
-    for line in open(f"/proc/{pid}/status"):
-        if line.startswith("VmHWM:"):
-            return int(line.split()[1]) / 1024
+    with open(f"/proc/{pid}/status") as status:
+        for line in status:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
     raise RuntimeError("no VmHWM")
 
 
@@ -29,8 +30,9 @@ def main() -> None:
         pid = stack.processes["web"].pid
         before = peak_mib(pid)
         session = stack.session_on(None, title="local model")
-        status, done = stack.api("POST", f"/sessions/{session}/messages?wait=300",
-                                 {"text": "Say hello in five words."})
+        status, done = stack.api(
+            "POST", f"/sessions/{session}/messages?wait=300", {"text": "Say hello in five words."}
+        )
         assert status == 200 and done["entries"][-1]["kind"] == "assistant", done
         print(f"web process peak RSS at rest:             {before:.0f} MiB")
         print(f"web process peak RSS, local model loaded: {peak_mib(pid):.0f} MiB")

@@ -73,8 +73,9 @@ def cut_seq(session_id: int) -> int:
     return int(boundary.get("first_kept_seq", 1)) if boundary else 1
 
 
-def entries_page(session_id: int, *, after: int | None, before: int | None,
-                 limit: int) -> tuple[list[Entry], bool]:
+def entries_page(
+    session_id: int, *, after: int | None, before: int | None, limit: int
+) -> tuple[list[Entry], bool]:
     """A page in ascending seq: the first `limit` after `after`, or else the last `limit`
     before `before`; `has_more` says whether more lie beyond the page in that direction."""
     queryset = Entry.objects.filter(session_id=session_id).select_related("author")

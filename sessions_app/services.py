@@ -115,7 +115,10 @@ def default_card(team: Team) -> ModelCard:
     if card is not None:
         return card
     return ModelCard.objects.create(
-        team=team, name=LOCAL_CARD["name"], wire="local", model=LOCAL_CARD["model"],
+        team=team,
+        name=LOCAL_CARD["name"],
+        wire="local",
+        model=LOCAL_CARD["model"],
         context_window=LOCAL_CARD["context_window"],
         max_output_tokens=LOCAL_CARD["max_output_tokens"],
     )
@@ -147,9 +150,12 @@ def message_post(*, session: Session, user: Any, text: str) -> Posted:
     if lease is None:
         return Posted(seq=None, queued=True)
     if interrupted:
-        entry_append(session_id=session.pk, kind="notice", data={"code": "turn_interrupted"},
-                     content="The previous turn was interrupted (its runner stopped) and did "
-                     "not finish.")
+        entry_append(
+            session_id=session.pk,
+            kind="notice",
+            data={"code": "turn_interrupted"},
+            content="The previous turn was interrupted (its runner stopped) and did not finish.",
+        )
     events.send_now(session.pk, {"type": "status", "status": "running"})
     entered, needs_turn = inputs_enter_log(session.pk)
     if not needs_turn:

@@ -16,8 +16,12 @@ def test_horsie_token_makes_user_and_team_and_prints_a_working_token(client):
     out = io.StringIO()
     call_command("horsie_token", "dora", "--team", "initech", stdout=out)
     token = out.getvalue().strip().split("\n")[-1]
-    r = client.post("/api/v1/models", data={"name": "c", "wire": "local", "model": "m"},
-                    content_type="application/json", headers={"Authorization": f"Bearer {token}"})
+    r = client.post(
+        "/api/v1/models",
+        data={"name": "c", "wire": "local", "model": "m"},
+        content_type="application/json",
+        headers={"Authorization": f"Bearer {token}"},
+    )
     assert r.status_code == 201
     assert r.json()["team"] == "initech"
     call_command("horsie_token", "dora", "--team", "initech", stdout=io.StringIO())

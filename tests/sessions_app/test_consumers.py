@@ -15,7 +15,8 @@ pytestmark = pytest.mark.django_db(transaction=True)
 def watcher(session_id, token, after=None):
     query = f"token={token}" + (f"&after={after}" if after is not None else "")
     return WebsocketCommunicator(
-        application, f"/ws/v1/sessions/{session_id}/?{query}",
+        application,
+        f"/ws/v1/sessions/{session_id}/?{query}",
         headers=[(b"origin", b"http://127.0.0.1"), (b"host", b"127.0.0.1")],
     )
 
@@ -76,8 +77,9 @@ async def test_another_team_is_refused(personas, session):
     connected, code = await w.connect()
     assert not connected
     assert code == 4404
-    anonymous = WebsocketCommunicator(application, f"/ws/v1/sessions/{session.pk}/",
-                                      headers=[(b"origin", b"http://127.0.0.1")])
+    anonymous = WebsocketCommunicator(
+        application, f"/ws/v1/sessions/{session.pk}/", headers=[(b"origin", b"http://127.0.0.1")]
+    )
     assert not (await anonymous.connect())[0]
     missing = watcher(999999, personas["alice"][1])
     assert not (await missing.connect())[0]

@@ -36,10 +36,12 @@ async def first_delta(url: str) -> str:
 
 def test_killing_the_server_mid_turn_loses_no_stored_entry(stack_factory):
     stack = stack_factory(extra_env={"HORSIE_LEASE_SECONDS": "5"})
-    model = stack.scripted_model([
-        {"text": "I was saying something long when", "stall": True},
-        {"text": "Back again."},
-    ])
+    model = stack.scripted_model(
+        [
+            {"text": "I was saying something long when", "stall": True},
+            {"text": "Back again."},
+        ]
+    )
     stack.start_web()
     session = stack.session_on(model, title="crash")
     status, posted = stack.api("POST", f"/sessions/{session}/messages", {"text": "remember me"})
@@ -49,9 +51,13 @@ def test_killing_the_server_mid_turn_loses_no_stored_entry(stack_factory):
     stack.start_web()
     _, page = stack.api("GET", f"/sessions/{session}/entries")
     assert [(e["seq"], e["kind"], e["content"]) for e in page["entries"]] == [
-        (1, "user", "remember me")]
-    wait_until(lambda: stack.api("GET", f"/sessions/{session}")[1]["status"] == "idle", 30,
-               "the dead runner's lease expiring")
+        (1, "user", "remember me")
+    ]
+    wait_until(
+        lambda: stack.api("GET", f"/sessions/{session}")[1]["status"] == "idle",
+        30,
+        "the dead runner's lease expiring",
+    )
     status, done = stack.api("POST", f"/sessions/{session}/messages?wait=30", {"text": "again"})
     assert status == 200, done
     assert done["status"] == "idle"

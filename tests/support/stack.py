@@ -49,8 +49,11 @@ class ScriptedModel:
     def __init__(self, steps: list[dict[str, Any]], folder: Path) -> None:
         script = folder / f"script-{secrets.token_hex(4)}.json"
         script.write_text(json.dumps(steps))
-        self.process = subprocess.Popen([sys.executable, str(SCRIPTED_SERVER), str(script), "0"],
-                                        stdout=subprocess.PIPE, text=True)
+        self.process = subprocess.Popen(
+            [sys.executable, str(SCRIPTED_SERVER), str(script), "0"],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
         assert self.process.stdout is not None
         self.port = int(self.process.stdout.readline())
         self.base_url = f"http://127.0.0.1:{self.port}/v1"
@@ -93,14 +96,27 @@ class Stack:
 
     def manage(self, *args: str) -> str:
         command = [str(BIN / "python"), "manage.py", *args]
-        done = subprocess.run(command, cwd=ROOT, env=self.env, capture_output=True, text=True,
-                              timeout=300, check=False)
+        done = subprocess.run(
+            command,
+            cwd=ROOT,
+            env=self.env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=False,
+        )
         assert done.returncode == 0, done.stderr
         return done.stdout
 
     def start_web(self) -> None:
-        command = [str(BIN / "daphne"), "-b", "127.0.0.1", "-p", str(self.port),
-                   "horsie_site.asgi:application"]
+        command = [
+            str(BIN / "daphne"),
+            "-b",
+            "127.0.0.1",
+            "-p",
+            str(self.port),
+            "horsie_site.asgi:application",
+        ]
         self.processes["web"] = subprocess.Popen(command, cwd=ROOT, env=self.env)
         wait_until(self.answering, 60, "the web process answering")
 
@@ -128,8 +144,11 @@ class Stack:
     def api(self, method: str, path: str, body: Any = None) -> tuple[int, Any]:
         data = json.dumps(body).encode() if body is not None else None
         request = urllib.request.Request(
-            f"{self.url}/api/v1{path}", data=data, method=method,
-            headers={"Authorization": f"Bearer {self.token}", "Content-Type": "application/json"})
+            f"{self.url}/api/v1{path}",
+            data=data,
+            method=method,
+            headers={"Authorization": f"Bearer {self.token}", "Content-Type": "application/json"},
+        )
         try:
             with urllib.request.urlopen(request, timeout=330) as response:
                 return response.status, json.loads(response.read() or b"null")
@@ -138,9 +157,17 @@ class Stack:
 
     def session_on(self, model: ScriptedModel | None, **fields: Any) -> int:
         if model is not None:
-            status, card = self.api("POST", "/models", {
-                "name": "scripted", "wire": "openai_chat", "model": "scripted",
-                "base_url": model.base_url, "context_window": 8000})
+            status, card = self.api(
+                "POST",
+                "/models",
+                {
+                    "name": "scripted",
+                    "wire": "openai_chat",
+                    "model": "scripted",
+                    "base_url": model.base_url,
+                    "context_window": 8000,
+                },
+            )
             assert status == 201, card
             fields["model"] = card["id"]
         status, session = self.api("POST", "/sessions", fields)

@@ -34,8 +34,7 @@ class Command(BaseCommand):
             username, password = options["username"], secrets.token_urlsafe(12)
             path.write_text(f"{username}\n{password}\n")
             path.chmod(0o600)
-        user, team = member_ensure(username=username, team_name=options["team"],
-                                   password=password)
+        user, team = member_ensure(username=username, team_name=options["team"], password=password)
         if not user.is_staff:
             user.is_staff = user.is_superuser = True
             user.save(update_fields=["is_staff", "is_superuser"])
