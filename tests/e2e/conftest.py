@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import os
 import queue
-import socket
 import subprocess
 import sys
 import threading
@@ -21,6 +20,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
+from tests.support.stack import free_port
+from tests.support.stack import run_manage as manage
 
 ROOT = Path(__file__).resolve().parents[2]
 BIN = ROOT / ".venv" / "bin"
@@ -54,26 +56,6 @@ class Lines:
                     return line
         except queue.Empty:
             raise AssertionError(f"never saw {text!r}; output:\n{''.join(self.seen)}") from None
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
-def manage(env: dict[str, str], *args: str) -> str:
-    done = subprocess.run(
-        [PYTHON, "manage.py", *args],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr
-    return done.stdout
 
 
 def stop(process: subprocess.Popen[str]) -> None:

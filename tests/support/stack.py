@@ -35,6 +35,16 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+def run_manage(env: dict[str, str], *args: str) -> str:
+    """`manage.py ARGS` in a child process with `env`; its output, or the test fails."""
+    command = [str(BIN / "python"), "manage.py", *args]
+    done = subprocess.run(
+        command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
 def wait_until(check: Any, seconds: float = 30.0, what: str = "condition") -> Any:
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
