@@ -17,6 +17,7 @@ from harness.loop import TurnConfig
 from harness.providers import build_provider
 from harness.providers.base import CardConfig, Provider, RetryPolicy
 from harness.tools.base import Tool
+from harness.tools.todo_write import TodoWrite
 
 
 def card_config(card: Any) -> CardConfig:
@@ -51,8 +52,8 @@ def cached_provider(config: CardConfig) -> Provider:
 
 
 def tools_for(session: Any) -> dict[str, Tool]:
-    """The built-in tools a session offers; they arrive with the journal and compaction."""
-    return {}
+    """The built-in tools a session offers."""
+    return {"todo_write": TodoWrite()}
 
 
 def turn_config(session: Any) -> TurnConfig:

@@ -11,9 +11,10 @@ from ninja import Query, Router, Status
 from ninja.errors import HttpError
 
 from harness.context import assemble
+from harness.state import fold, serialise
 from horsie_site import wiring
 from sessions_app import selectors, services
-from sessions_app.models import AgentPreset, ModelCard, Session
+from sessions_app.models import AgentPreset, Entry, ModelCard, Session
 from sessions_app.schemas import (
     ContextOut,
     Detail,
@@ -32,7 +33,7 @@ from sessions_app.schemas import (
     entry_out,
     session_out,
 )
-from sessions_app.stores import context_entries_now
+from sessions_app.stores import context_entries_now, log_entry
 from sessions_app.waiting import wait_settled
 from teams_app.models import Team
 from teams_app.selectors import team_for_create
@@ -258,12 +259,7 @@ def context_get(request: HttpRequest, session_id: int) -> Any:
 
 @router.get("/sessions/{session_id}/state", response={200: StateOut, **ERRORS}, tags=["sessions"])
 def state_get(request: HttpRequest, session_id: int) -> Any:
-    selectors.access_session(request.user, session_id)
-    return {
-        "tasks": [],
-        "timers": [],
-        "questions": [],
-        "subagents": [],
-        "loaded_skills": [],
-        "snapshot_seq": None,
-    }
+    session = selectors.access_session(request.user, session_id)
+    rows = Entry.objects.filter(session=session).order_by("seq").iterator()
+    state = serialise(fold(log_entry(row) for row in rows))
+    return {**state, "snapshot_seq": None}

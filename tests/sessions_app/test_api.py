@@ -144,13 +144,34 @@ def test_context_and_state_endpoints(api_for, session, scripted):
     ctx = api.get(f"/sessions/{session.pk}/context").json()
     assert [(b["kind"], b["role"], b["seq"]) for b in ctx["blocks"]] == [
         ("system", "system", None),
+        ("system", "tools", None),
         ("entry", "user", 1),
         ("entry", "assistant", 2),
     ]
+    assert "todo_write" in ctx["blocks"][1]["text"]
     assert ctx["tokens"] == sum(b["tokens"] for b in ctx["blocks"])
     assert (ctx["window"], ctx["trigger_tokens"]) == (8000, 6400)
     state = api.get(f"/sessions/{session.pk}/state").json()
     assert state["tasks"] == [] and state["snapshot_seq"] is None
+
+
+def test_the_model_keeps_a_task_list_through_todo_write(api_for, session, scripted):
+    import json
+
+    from harness.testing import reply
+
+    tasks = [{"text": "Draft", "status": "done"}, {"text": "Review", "status": "pending"}]
+    scripted.steps = [
+        reply("", ("t1", "todo_write", json.dumps({"tasks": tasks}))),
+        reply("Listed."),
+    ]
+    api = api_for("alice")
+    done = api.post(f"/sessions/{session.pk}/messages?wait=10", {"text": "plan"}).json()
+    kinds = [e["kind"] for e in done["entries"]]
+    assert kinds == ["user", "assistant", "tool_result", "assistant"]
+    state = api.get(f"/sessions/{session.pk}/state").json()
+    assert state["tasks"] == tasks
+    assert [t.name for t in scripted.requests[0].tools] == ["todo_write"]
 
 
 def test_slash_help_answers_without_a_turn(api_for, session, scripted):
