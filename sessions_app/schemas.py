@@ -175,11 +175,6 @@ def card_context(card: ModelCard, tokens: int | None, trigger: float) -> dict[st
     }
 
 
-class StatusOut(Schema):
-    status: str
-    entries: list[dict[str, Any]]
-
-
 class BlockOut(Schema):
     kind: str
     seq: int | None

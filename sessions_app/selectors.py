@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.db.models import Q, QuerySet
+from django.db.models import QuerySet
 from django.http import Http404
 
 from sessions_app.models import AgentPreset, Entry, ModelCard, Session
@@ -105,7 +105,3 @@ def context_rows(session_id: int) -> list[tuple[int, str, str, dict[str, Any], i
 
 def is_in_context(entry: Entry, cut: int) -> bool:
     return entry.seq >= cut and entry.kind in MODEL_VISIBLE
-
-
-def team_filter(user: Any) -> Q:
-    return Q(team__in=teams_of(user))
