@@ -64,9 +64,15 @@ def step(state: SessionState, entry: LogEntry) -> SessionState:
     return state
 
 
+def prompt_tokens(data: Mapping[str, Any]) -> int | None:
+    """An assistant entry's prompt size: as the provider reported it, else the estimate."""
+    usage = data.get("usage") or {}
+    tokens = usage.get("input_tokens") or data.get("prompt_tokens_estimate")
+    return int(tokens) if tokens else None
+
+
 def assistant_step(state: SessionState, entry: LogEntry) -> SessionState:
-    usage = entry.data.get("usage") or {}
-    tokens = usage.get("input_tokens") or entry.data.get("prompt_tokens_estimate")
+    tokens = prompt_tokens(entry.data)
     calls = {c["id"]: (c["name"], c["arguments"]) for c in entry.data.get("tool_calls", ())}
     return replace(state, open_calls=calls, last_prompt_tokens=tokens or state.last_prompt_tokens)
 

@@ -11,7 +11,7 @@ from ninja import Query, Router, Status
 from ninja.errors import HttpError
 
 from harness.context import assemble
-from harness.state import fold, serialise
+from harness.state import fold, prompt_tokens, serialise
 from horsie_site import wiring
 from sessions_app import selectors, services
 from sessions_app.models import AgentPreset, Entry, ModelCard, Session
@@ -150,10 +150,7 @@ def last_prompt_tokens(session: Session) -> int | None:
         .values_list("data", flat=True)
         .first()
     )
-    if not data:
-        return None
-    usage = data.get("usage") or {}
-    return usage.get("input_tokens") or data.get("prompt_tokens_estimate")
+    return prompt_tokens(data) if data else None
 
 
 def session_json(session: Session) -> dict[str, Any]:
