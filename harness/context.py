@@ -113,10 +113,16 @@ def entry_messages(entries: Sequence[LogEntry]) -> list[tuple[LogEntry, Message]
 def entry_message(entry: LogEntry) -> Message | None:
     data = entry.data
     match entry.kind:
-        case "user" | "answer":
+        case "user":
             return UserMessage(text=entry.content)
+        case "answer":
+            asked = data.get("asked")
+            return UserMessage(
+                text=f"[answer to: {asked}]\n{entry.content}" if asked else entry.content
+            )
         case "command":
-            return UserMessage(text=str(data.get("expansion") or entry.content))
+            expansion = data.get("expansion")
+            return UserMessage(text=str(expansion)) if expansion else None
         case "assistant":
             return AssistantMessage(
                 text=entry.content,
@@ -134,7 +140,7 @@ def entry_message(entry: LogEntry) -> Message | None:
         case "subagent_result":
             return UserMessage(text=f"[subagent {data.get('type', '')} result]\n{entry.content}")
         case "timer":
-            return UserMessage(text=f"[timer fired] {entry.content}")
+            return UserMessage(text=f"[timer {data.get('timer', '')} fired] {entry.content}")
         case "boundary" | "notice":
             return None
         case _:

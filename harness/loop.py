@@ -1,6 +1,7 @@
 """The turn: model call → `assistant` entry → tool calls → `tool_result` entries → again.
 
-A turn ends with a reply that calls no tool, or at the session's step limit. Everything it
+A turn ends with a reply that calls no tool, after a step whose tool asked the user a
+question (the session then waits for the answer), or at the session's step limit. Everything it
 produces is appended to the log as it happens, so a crash loses at most the reply in flight.
 Nothing inside a turn may wedge the session: a provider failure becomes a `notice` entry, a
 tool that raises or is unknown, or arguments that are not a JSON object, become an error
@@ -15,6 +16,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any, Literal
 
 from harness.context import Context, assemble
@@ -49,7 +51,7 @@ class Deps:
     tools: Mapping[str, Tool]
 
 
-TurnEnd = Literal["reply", "max_steps", "provider_error"]
+TurnEnd = Literal["reply", "question", "max_steps", "provider_error"]
 
 
 async def drive(config: TurnConfig, deps: Deps) -> None:
@@ -68,8 +70,11 @@ async def run_turn(config: TurnConfig, deps: Deps) -> TurnEnd:
             return "provider_error"
         if not response.tool_calls:
             return "reply"
+        ends_turn = False
         for call in response.tool_calls:
-            await run_tool(call, config, deps)
+            ends_turn = await run_tool(call, config, deps) or ends_turn
+        if ends_turn:
+            return "question"
     await notice(config, deps, "max_steps", f"The turn stopped after {config.max_steps} steps.")
     return "max_steps"
 
@@ -102,14 +107,18 @@ async def call_model(config: TurnConfig, deps: Deps) -> ModelResponse | None:
 
 
 async def stream_response(request: ModelRequest, config: TurnConfig, deps: Deps) -> ModelResponse:
-    async for event in deps.provider.stream(request):
-        match event:
-            case TextDelta(text=text):
-                await deps.events.delta(config.session_id, text)
-            case ReasoningDelta():
-                pass
-            case ResponseDone(response=response):
-                return response
+    await deps.events.stream_start(config.session_id)
+    try:
+        async for event in deps.provider.stream(request):
+            match event:
+                case TextDelta(text=text):
+                    await deps.events.delta(config.session_id, text)
+                case ReasoningDelta():
+                    pass
+                case ResponseDone(response=response):
+                    return response
+    finally:
+        await deps.events.stream_end(config.session_id)
     raise ProviderError("the model's stream ended without a response", code="server_error")
 
 
@@ -132,18 +141,21 @@ def assistant_data(response: ModelResponse, context: Context, config: TurnConfig
     return data
 
 
-async def run_tool(call: ToolCall, config: TurnConfig, deps: Deps) -> None:
-    outcome = await tool_outcome(call, config, deps.tools)
-    await deps.store.append(
-        config.session_id,
-        kind="tool_result",
-        content=outcome.text,
-        data={"call_id": call.id, "name": call.name, "is_error": outcome.is_error},
+async def run_tool(call: ToolCall, config: TurnConfig, deps: Deps) -> bool:
+    """Run one call and append its result; True when the tool ends the turn."""
+    context = ToolContext(
+        session_id=config.session_id,
+        state=await deps.store.state(config.session_id),
+        now=datetime.now(UTC),
     )
+    outcome = await tool_outcome(call, context, deps.tools)
+    data = {**outcome.data, "call_id": call.id, "name": call.name, "is_error": outcome.is_error}
+    await deps.store.append(config.session_id, kind="tool_result", content=outcome.text, data=data)
+    return outcome.ends_turn and not outcome.is_error
 
 
 async def tool_outcome(
-    call: ToolCall, config: TurnConfig, tools: Mapping[str, Tool]
+    call: ToolCall, context: ToolContext, tools: Mapping[str, Tool]
 ) -> ToolOutcome:
     tool = tools.get(call.name)
     if tool is None:
@@ -154,7 +166,7 @@ async def tool_outcome(
     if arguments is None:
         return ToolOutcome(text="The arguments are not a JSON object.", is_error=True)
     try:
-        return await tool.run(arguments, ToolContext(session_id=config.session_id))
+        return await tool.run(arguments, context)
     except Exception as error:  # a tool's failure is the model's to see, never a crash
         return ToolOutcome(text=f"The tool failed: {type(error).__name__}: {error}", is_error=True)
 

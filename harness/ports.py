@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
 from harness.messages import EntryKind, LogEntry
+from harness.state import SessionState
 
 
 class TranscriptStore(Protocol):
@@ -31,6 +32,10 @@ class TranscriptStore(Protocol):
         """Append one entry; the store assigns its seq. Entries are never changed afterwards."""
         ...
 
+    async def state(self, session_id: int) -> SessionState:
+        """The durable state as of the end of the log (newest snapshot plus what follows)."""
+        ...
+
     async def next_turn(self, session_id: int) -> bool:
         """At a turn boundary: move queued inputs into the log and say whether to run again.
 
@@ -48,6 +53,14 @@ class LeaseLost(Exception):
 
 
 class EventSink(Protocol):
+    async def stream_start(self, session_id: int) -> None:
+        """A model call starts streaming: the text in flight starts empty."""
+        ...
+
     async def delta(self, session_id: int, text: str) -> None:
         """A piece of reply text as it streams in."""
+        ...
+
+    async def stream_end(self, session_id: int) -> None:
+        """The call's stream is over (its entry is about to be appended, or it failed)."""
         ...

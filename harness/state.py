@@ -1,10 +1,19 @@
 """Durable state as a fold of the log.
 
 The session's state is never stored beside the log as a second truth: it is what folding
-the entries gives. Tools that change state (`todo_write` first) are folded from the call the
-model made, applied only once its result came back without error, so a call that failed or
-never finished changes nothing. The serialised form carries `version`; every older version
-must gain an upgrade step in `UPGRADES`, and tests load a stored example of each.
+the entries gives (a snapshot is only that fold, saved at some seq). Tools that change state
+are folded from the call the model made and the result it got, applied only when the result
+came back without error, so a call that failed or never finished changes nothing:
+
+- `todo_write` replaces the task list (from the call's arguments);
+- `set_timer` arms the timer its result names, `cancel_timer` disarms one, and a `timer`
+  entry (the timer fired) disarms it too;
+- `ask_user` records the question its result names; an `answer` entry settles it;
+- a `/compact` command is pending until the next boundary;
+- a boundary carries the durable state verbatim, so a fork's first entry gives it its state.
+
+The serialised form carries `version`; every older version has an upgrade step in
+`UPGRADES`, and tests load a stored example of each (`tests/harness/fixtures/`).
 """
 
 from __future__ import annotations
@@ -16,7 +25,7 @@ from typing import Any
 
 from harness.messages import LogEntry
 
-VERSION = 1
+VERSION = 2
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -26,26 +35,77 @@ class Task:
 
 
 @dataclass(frozen=True, kw_only=True)
+class Timer:
+    id: str
+    message: str
+    seconds: float
+    due_at: str  # ISO 8601, UTC
+
+
+@dataclass(frozen=True, kw_only=True)
+class Question:
+    id: str
+    question: str
+    options: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, kw_only=True)
 class SessionState:
     tasks: tuple[Task, ...] = ()
-    timers: tuple[Mapping[str, Any], ...] = ()
-    questions: tuple[Mapping[str, Any], ...] = ()
+    timers: tuple[Timer, ...] = ()
+    questions: tuple[Question, ...] = ()
     subagents: tuple[Mapping[str, Any], ...] = ()
     loaded_skills: tuple[str, ...] = ()
     last_prompt_tokens: int | None = None
     open_calls: Mapping[str, tuple[str, str]] = field(default_factory=dict)
+    pending_compact: Mapping[str, Any] | None = None
     seq: int = 0
 
+    def timer(self, timer_id: str) -> Timer | None:
+        return next((t for t in self.timers if t.id == timer_id), None)
 
-Applier = Callable[[SessionState, Mapping[str, Any]], SessionState]
+    def question(self, question_id: str) -> Question | None:
+        return next((q for q in self.questions if q.id == question_id), None)
 
 
-def apply_todo_write(state: SessionState, arguments: Mapping[str, Any]) -> SessionState:
+Applier = Callable[[SessionState, Mapping[str, Any], Mapping[str, Any]], SessionState]
+
+
+def apply_todo_write(
+    state: SessionState, arguments: Mapping[str, Any], result: Mapping[str, Any]
+) -> SessionState:
     tasks = tuple(Task(text=str(t["text"]), status=str(t["status"])) for t in arguments["tasks"])
     return replace(state, tasks=tasks)
 
 
-APPLIERS: dict[str, Applier] = {"todo_write": apply_todo_write}
+def apply_set_timer(
+    state: SessionState, arguments: Mapping[str, Any], result: Mapping[str, Any]
+) -> SessionState:
+    return replace(state, timers=(*state.timers, timer_from(result["timer"])))
+
+
+def apply_cancel_timer(
+    state: SessionState, arguments: Mapping[str, Any], result: Mapping[str, Any]
+) -> SessionState:
+    return timer_gone(state, str(result.get("timer_id", "")))
+
+
+def apply_ask_user(
+    state: SessionState, arguments: Mapping[str, Any], result: Mapping[str, Any]
+) -> SessionState:
+    return replace(state, questions=(*state.questions, question_from(result["question"])))
+
+
+APPLIERS: dict[str, Applier] = {
+    "todo_write": apply_todo_write,
+    "set_timer": apply_set_timer,
+    "cancel_timer": apply_cancel_timer,
+    "ask_user": apply_ask_user,
+}
+
+
+def timer_gone(state: SessionState, timer_id: str) -> SessionState:
+    return replace(state, timers=tuple(t for t in state.timers if t.id != timer_id))
 
 
 def fold(entries: Iterable[LogEntry], state: SessionState | None = None) -> SessionState:
@@ -57,11 +117,32 @@ def fold(entries: Iterable[LogEntry], state: SessionState | None = None) -> Sess
 
 def step(state: SessionState, entry: LogEntry) -> SessionState:
     state = replace(state, seq=entry.seq)
-    if entry.kind == "assistant":
-        return assistant_step(state, entry)
+    match entry.kind:
+        case "assistant":
+            return assistant_step(state, entry)
+        case "tool_result":
+            return result_step(state, entry)
+        case "timer":
+            return timer_gone(state, str(entry.data.get("timer", "")))
+        case "answer":
+            settled = str(entry.data.get("question", ""))
+            return replace(state, questions=tuple(q for q in state.questions if q.id != settled))
+        case "command" if entry.data.get("name") == "compact":
+            pending = {"seq": entry.seq, "instructions": entry.data.get("instructions")}
+            return replace(state, pending_compact=pending)
+        case "boundary":
+            return boundary_step(state, entry)
+        case _:
+            return state
+
+
+def changes_state(entry: LogEntry) -> bool:
+    """Whether folding this entry can change what `GET /state` shows."""
     if entry.kind == "tool_result":
-        return result_step(state, entry)
-    return state
+        return str(entry.data.get("name", "")) in APPLIERS and not entry.data.get("is_error")
+    return entry.kind in ("timer", "answer", "boundary") or (
+        entry.kind == "command" and entry.data.get("name") == "compact"
+    )
 
 
 def prompt_tokens(data: Mapping[str, Any]) -> int | None:
@@ -85,24 +166,91 @@ def result_step(state: SessionState, entry: LogEntry) -> SessionState:
         return state
     name, arguments = call
     applier = APPLIERS.get(name)
-    return applier(state, json.loads(arguments)) if applier else state
+    return applier(state, json.loads(arguments), entry.data) if applier else state
+
+
+def boundary_step(state: SessionState, entry: LogEntry) -> SessionState:
+    carried = entry.data.get("carried")
+    state = replace(state, pending_compact=None)
+    if not isinstance(carried, Mapping):
+        return state
+    return replace(state, **durable_from(carried))
+
+
+# Serialisation -------------------------------------------------------------------------
+
+
+def timer_json(timer: Timer) -> dict[str, Any]:
+    return {
+        "id": timer.id,
+        "message": timer.message,
+        "seconds": timer.seconds,
+        "due_at": timer.due_at,
+    }
+
+
+def timer_from(raw: Mapping[str, Any]) -> Timer:
+    return Timer(
+        id=str(raw["id"]),
+        message=str(raw["message"]),
+        seconds=float(raw["seconds"]),
+        due_at=str(raw["due_at"]),
+    )
+
+
+def question_json(question: Question) -> dict[str, Any]:
+    return {"id": question.id, "question": question.question, "options": list(question.options)}
+
+
+def question_from(raw: Mapping[str, Any]) -> Question:
+    return Question(
+        id=str(raw["id"]),
+        question=str(raw["question"]),
+        options=tuple(str(o) for o in raw.get("options") or ()),
+    )
+
+
+def durable(state: SessionState) -> dict[str, Any]:
+    """What a boundary carries verbatim and `GET /state` shows."""
+    return {
+        "tasks": [{"text": t.text, "status": t.status} for t in state.tasks],
+        "timers": [timer_json(t) for t in state.timers],
+        "questions": [question_json(q) for q in state.questions],
+        "subagents": [dict(s) for s in state.subagents],
+        "loaded_skills": list(state.loaded_skills),
+    }
+
+
+def durable_from(raw: Mapping[str, Any]) -> dict[str, Any]:
+    return {
+        "tasks": tuple(Task(text=str(t["text"]), status=str(t["status"])) for t in raw["tasks"]),
+        "timers": tuple(timer_from(t) for t in raw["timers"]),
+        "questions": tuple(question_from(q) for q in raw["questions"]),
+        "subagents": tuple(raw["subagents"]),
+        "loaded_skills": tuple(str(s) for s in raw["loaded_skills"]),
+    }
 
 
 def serialise(state: SessionState) -> dict[str, Any]:
     return {
         "version": VERSION,
         "seq": state.seq,
-        "tasks": [{"text": t.text, "status": t.status} for t in state.tasks],
-        "timers": [dict(t) for t in state.timers],
-        "questions": [dict(q) for q in state.questions],
-        "subagents": [dict(s) for s in state.subagents],
-        "loaded_skills": list(state.loaded_skills),
+        **durable(state),
         "last_prompt_tokens": state.last_prompt_tokens,
         "open_calls": {k: list(v) for k, v in state.open_calls.items()},
+        "pending_compact": dict(state.pending_compact) if state.pending_compact else None,
     }
 
 
-UPGRADES: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {}
+def upgrade_1_to_2(raw: dict[str, Any]) -> dict[str, Any]:
+    """Version 2 types timers and questions and adds the pending `/compact`.
+
+    Version 1 never held a timer or a question (no tool could arm or ask one yet).
+    """
+    return {**raw, "version": 2, "timers": [], "questions": [], "pending_compact": None}
+
+
+UPGRADES: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {1: upgrade_1_to_2}
 
 
 def deserialise(data: Mapping[str, Any]) -> SessionState:
@@ -111,13 +259,11 @@ def deserialise(data: Mapping[str, Any]) -> SessionState:
         raw = UPGRADES[raw["version"]](raw)
     if raw["version"] != VERSION:
         raise ValueError(f"state version {raw['version']} is newer than this code ({VERSION})")
+    pending = raw["pending_compact"]
     return SessionState(
         seq=raw["seq"],
-        tasks=tuple(Task(**t) for t in raw["tasks"]),
-        timers=tuple(raw["timers"]),
-        questions=tuple(raw["questions"]),
-        subagents=tuple(raw["subagents"]),
-        loaded_skills=tuple(raw["loaded_skills"]),
+        **durable_from(raw),
         last_prompt_tokens=raw["last_prompt_tokens"],
         open_calls={k: (v[0], v[1]) for k, v in raw["open_calls"].items()},
+        pending_compact=dict(pending) if pending else None,
     )

@@ -24,6 +24,7 @@ from harness.messages import (
     Usage,
 )
 from harness.providers.base import Capabilities, ProviderError
+from harness.state import SessionState, fold
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -135,10 +136,23 @@ class MemoryStore:
     async def keep_alive(self, session_id: int) -> None:
         return None
 
+    async def state(self, session_id: int) -> SessionState:
+        return fold(self.entries)
+
 
 @dataclass
 class RecordingEvents:
     deltas: list[str] = field(default_factory=list)
+    streams: int = 0
+    streaming: bool = False
+
+    async def stream_start(self, session_id: int) -> None:
+        self.streams += 1
+        self.streaming = True
 
     async def delta(self, session_id: int, text: str) -> None:
+        assert self.streaming, "a delta outside a stream"
         self.deltas.append(text)
+
+    async def stream_end(self, session_id: int) -> None:
+        self.streaming = False

@@ -1,6 +1,7 @@
 """HTTP, websockets and the turn-worker channel, wired in one ordered place.
 
-Django's ASGI application is built before anything imports consumers or models.
+Django's ASGI application is built before anything imports consumers or models. Every
+process that loads this module (`daphne`, `manage.py runworker`) also runs the scheduler.
 """
 
 from __future__ import annotations
@@ -15,10 +16,12 @@ django_asgi_app = get_asgi_application()
 from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ChannelNameRouter, ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
+from django.conf import settings  # noqa: E402
 
 import harness.providers.openai_chat  # noqa: E402, F401  (the SDK's import, ~2 s, not on a turn)
 from sessions_app.dispatcher import TURN_CHANNEL  # noqa: E402
 from sessions_app.routing import websocket_urlpatterns  # noqa: E402
+from sessions_app.scheduler import Scheduler  # noqa: E402
 from sessions_app.worker import TurnConsumer  # noqa: E402
 from teams_app.websocket import TokenAuthMiddleware  # noqa: E402
 
@@ -31,3 +34,6 @@ application = ProtocolTypeRouter(
         "channel": ChannelNameRouter({TURN_CHANNEL: TurnConsumer.as_asgi()}),
     }
 )
+
+if settings.HORSIE["SCHEDULER"]:
+    Scheduler.start()  # timers and takeovers, in every daphne and runworker process

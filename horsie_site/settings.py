@@ -116,8 +116,17 @@ if REDIS_URL:
             },
         }
     }
+    # The reply text in flight is kept here so a browser that joins mid-reply sees all of it.
+    CACHES = {
+        "default": {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": REDIS_URL,
+            "KEY_PREFIX": env.string("HORSIE_REDIS_PREFIX", "horsie"),
+        }
+    }
 else:
     CHANNEL_LAYERS = {"default": {"BACKEND": "horsie_site.layers.EmbeddedChannelLayer"}}
+    CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
@@ -149,7 +158,13 @@ HORSIE = {
     # "inprocess" runs turns in the web process; "channels" sends them to `runworker horsie-turns`.
     "DISPATCH": env.string("HORSIE_DISPATCH", "channels" if REDIS_URL else "inprocess"),
     "MESSAGE_MAX_CHARS": env.integer("HORSIE_MESSAGE_MAX_CHARS", 200_000, minimum=1),
-    "LEASE_SECONDS": env.integer("HORSIE_LEASE_SECONDS", 60, minimum=5),
+    # A runner renews its lease every third of this; a dead runner's turn is taken over after it.
+    "LEASE_SECONDS": env.integer("HORSIE_LEASE_SECONDS", 30, minimum=3),
+    # A snapshot of the state every this many entries (and at every boundary).
+    "SNAPSHOT_EVERY": env.integer("HORSIE_SNAPSHOT_EVERY", 200, minimum=1),
+    # Fire due timers and take over dead runners' sessions, once a second, in every process
+    # that serves the ASGI application (daphne and runworker alike).
+    "SCHEDULER": env.boolean("HORSIE_SCHEDULER", True),
     "MAX_STEPS": env.integer("HORSIE_MAX_STEPS", 25, minimum=1),
     "COMPACT_TRIGGER": env.number("HORSIE_COMPACT_TRIGGER", 0.8, low=0.1, high=1.0),
     "LOCAL_MODEL_PATH": env.string("HORSIE_LOCAL_MODEL_PATH", ""),

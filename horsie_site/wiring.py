@@ -16,8 +16,8 @@ from django.conf import settings
 from harness.loop import TurnConfig
 from harness.providers import build_provider
 from harness.providers.base import CardConfig, Provider, RetryPolicy
+from harness.tools import builtin_tools
 from harness.tools.base import Tool
-from harness.tools.todo_write import TodoWrite
 
 
 def card_config(card: Any) -> CardConfig:
@@ -53,7 +53,7 @@ def cached_provider(config: CardConfig) -> Provider:
 
 def tools_for(session: Any) -> dict[str, Tool]:
     """The built-in tools a session offers."""
-    return {"todo_write": TodoWrite()}
+    return builtin_tools()
 
 
 def turn_config(session: Any) -> TurnConfig:

@@ -11,11 +11,13 @@ from ninja import Query, Router, Status
 from ninja.errors import HttpError
 
 from harness.context import assemble
-from harness.state import fold, prompt_tokens, serialise
+from harness.state import prompt_tokens
 from horsie_site import wiring
 from sessions_app import selectors, services
-from sessions_app.models import AgentPreset, Entry, ModelCard, Session
+from sessions_app.journal import state_json, state_load
+from sessions_app.models import AgentPreset, ModelCard, Session
 from sessions_app.schemas import (
+    AnswerIn,
     ContextOut,
     Detail,
     EntriesOut,
@@ -33,7 +35,7 @@ from sessions_app.schemas import (
     entry_out,
     session_out,
 )
-from sessions_app.stores import context_entries_now, log_entry
+from sessions_app.stores import context_entries_now
 from sessions_app.waiting import wait_settled
 from teams_app.models import Team
 from teams_app.selectors import team_for_create
@@ -257,6 +259,21 @@ def context_get(request: HttpRequest, session_id: int) -> Any:
 @router.get("/sessions/{session_id}/state", response={200: StateOut, **ERRORS}, tags=["sessions"])
 def state_get(request: HttpRequest, session_id: int) -> Any:
     session = selectors.access_session(request.user, session_id)
-    rows = Entry.objects.filter(session=session).order_by("seq").iterator()
-    state = serialise(fold(log_entry(row) for row in rows))
-    return {**state, "snapshot_seq": None}
+    return state_json(*state_load(session.pk))
+
+
+@router.post("/sessions/{session_id}/answers", response={202: dict, **ERRORS}, tags=["sessions"])
+def answer_post(request: HttpRequest, session_id: int, payload: AnswerIn) -> Any:
+    """Answer a pending question; it enters the log as an `answer` entry and work resumes."""
+    session = selectors.access_session(request.user, session_id)
+    try:
+        posted = services.answer_post(
+            session=session, user=request.user, question=payload.question, text=payload.text
+        )
+    except services.InputTooLarge as error:
+        raise HttpError(413, str(error)) from None
+    except services.InvalidInput as error:
+        raise HttpError(400, str(error)) from None
+    except services.NotPending as error:
+        raise HttpError(409, str(error)) from None
+    return Status(202, {"seq": posted.seq, "queued": posted.queued})

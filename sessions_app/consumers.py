@@ -2,7 +2,9 @@
 
 The consumer joins the session's group before reading the catch-up, so an entry committed
 after that read arrives as an event; entries it already sent are skipped by seq, so a
-watcher sees every entry exactly once. Access is checked on connect and again on events
+watcher sees every entry exactly once. After the catch-up come the status, the state, and
+the reply text already streamed by a call in flight (deltas carry offsets, so the browser
+joins that text with the live deltas without doubling any of it). Access is checked on connect and again on events
 (deltas, which come many a second, at most once a second), so a user removed from the team
 stops seeing the session. Inbound frames are validated: only `ping` is understood.
 """
@@ -17,7 +19,8 @@ from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 from django.http import Http404
 
-from sessions_app.events import group_name
+from sessions_app.events import group_name, stream_in_flight
+from sessions_app.journal import state_json, state_load
 from sessions_app.schemas import entry_out
 from sessions_app.selectors import access_session, cut_seq, entries_page
 
@@ -50,6 +53,11 @@ def catch_up_page(session_id: int, after: int) -> tuple[list[dict[str, Any]], bo
     return [entry_out(row, cut) for row in rows], has_more
 
 
+@database_sync_to_async
+def current_state(session_id: int) -> dict[str, Any]:
+    return state_json(*state_load(session_id))
+
+
 class SessionConsumer(AsyncJsonWebsocketConsumer):
     async def connect(self) -> None:
         self.session_id = int(self.scope["url_route"]["kwargs"]["session_id"])
@@ -65,6 +73,16 @@ class SessionConsumer(AsyncJsonWebsocketConsumer):
         await self.accept()
         await self.catch_up()
         await self.send_json({"type": "status", "status": status})
+        await self.send_json({"type": "state", "state": await current_state(self.session_id)})
+        await self.send_stream_in_flight()
+
+    async def send_stream_in_flight(self) -> None:
+        """The reply text streamed before this socket joined, as one delta at offset 0."""
+        flight = stream_in_flight(self.session_id)
+        if flight and flight.get("text"):
+            await self.send_json(
+                {"type": "delta", "text": flight["text"], "offset": 0, "stream": flight["stream"]}
+            )
 
     async def catch_up(self) -> None:
         more = True

@@ -6,10 +6,12 @@ sees something the database does not hold. Deltas are not stored and go out at o
 
 from __future__ import annotations
 
+import secrets
 from typing import Any, Literal, TypedDict
 
 from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
+from django.core.cache import cache
 from django.db import transaction
 
 
@@ -21,6 +23,8 @@ class EntryEvent(TypedDict):
 class DeltaEvent(TypedDict):
     type: Literal["delta"]
     text: str
+    offset: int
+    stream: str
 
 
 class StatusEvent(TypedDict):
@@ -28,7 +32,15 @@ class StatusEvent(TypedDict):
     status: str
 
 
-Event = EntryEvent | DeltaEvent | StatusEvent
+class StateEvent(TypedDict):
+    type: Literal["state"]
+    state: dict[str, Any]
+
+
+Event = EntryEvent | DeltaEvent | StatusEvent | StateEvent
+
+
+STREAM_TTL = 600
 
 
 def group_name(session_id: int) -> str:
@@ -55,8 +67,43 @@ async def send_async(session_id: int, event: Event) -> None:
         await layer.group_send(group_name(session_id), layer_message(event))
 
 
+def stream_key(session_id: int) -> str:
+    return f"stream:{session_id}"
+
+
+def stream_in_flight(session_id: int) -> dict[str, Any] | None:
+    """The reply text streamed so far by the call in flight, if one is streaming."""
+    value = cache.get(stream_key(session_id))
+    return value if isinstance(value, dict) else None
+
+
 class ChannelEvents:
-    """The core's `EventSink` on the channel layer."""
+    """The core's `EventSink` on the channel layer.
+
+    Each delta carries its stream's id and its `offset` in the text, and the text so far is
+    written to the cache *before* the delta is published. A watcher joins the group first,
+    then reads the cache: every delta is either in what it read or arrives after, and the
+    offsets let the browser drop the overlap, so the text in flight is neither cut nor
+    doubled. The cache entry goes before the reply's entry is appended.
+    """
+
+    def __init__(self) -> None:
+        self.stream = ""
+        self.text = ""
+
+    async def stream_start(self, session_id: int) -> None:
+        self.stream = secrets.token_hex(6)
+        self.text = ""
 
     async def delta(self, session_id: int, text: str) -> None:
-        await send_async(session_id, {"type": "delta", "text": text})
+        offset = len(self.text)
+        self.text += text
+        cache.set(stream_key(session_id), {"stream": self.stream, "text": self.text}, STREAM_TTL)
+        await send_async(
+            session_id, {"type": "delta", "text": text, "offset": offset, "stream": self.stream}
+        )
+
+    async def stream_end(self, session_id: int) -> None:
+        if self.text:
+            cache.delete(stream_key(session_id))
+        self.text = ""

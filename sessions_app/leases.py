@@ -3,6 +3,8 @@
 Taking the lease is one conditional UPDATE, atomic on SQLite and PostgreSQL alike: it
 succeeds only when nobody holds it or the holder's lease has expired (a crashed worker). The
 holder renews it while it works; losing it means another runner has taken the session over.
+Taking a free lease and taking over an expired one are separate updates, so the taker knows
+exactly whether it inherits an interrupted turn.
 """
 
 from __future__ import annotations
@@ -22,12 +24,21 @@ def lease_seconds() -> int:
 
 
 def lease_take(session_id: int) -> str | None:
-    """Take the lease if it is free or expired; the caller then owns the session's turn."""
+    """Take the lease if it is free; the caller then owns the session's turn."""
+    return lease_grab(session_id, Q(lease_owner__isnull=True))
+
+
+def lease_take_over(session_id: int) -> str | None:
+    """Take the lease from a runner whose lease expired (it died, or hung past renewing)."""
+    return lease_grab(session_id, Q(lease_owner__isnull=False, lease_expires_at__lt=timezone.now()))
+
+
+def lease_grab(session_id: int, free: Q) -> str | None:
     now = timezone.now()
     token = secrets.token_hex(16)
     taken = (
         Session.objects.filter(pk=session_id)
-        .filter(Q(lease_owner__isnull=True) | Q(lease_expires_at__lt=now))
+        .filter(free)
         .update(
             lease_owner=token,
             lease_expires_at=now + timedelta(seconds=lease_seconds()),
@@ -45,10 +56,11 @@ def lease_renew(session_id: int, token: str) -> bool:
     )
 
 
-def lease_release(session_id: int, token: str) -> bool:
+def lease_release(session_id: int, token: str, status: str = "idle") -> bool:
+    """Give the lease back; the session becomes idle, or waiting on a question."""
     return bool(
         Session.objects.filter(pk=session_id, lease_owner=token).update(
-            lease_owner=None, lease_expires_at=None, status="idle", updated_at=timezone.now()
+            lease_owner=None, lease_expires_at=None, status=status, updated_at=timezone.now()
         )
     )
 

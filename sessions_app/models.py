@@ -157,10 +157,18 @@ class Entry(models.Model):
 
 
 class QueuedInput(models.Model):
-    """Typed input waiting for the turn boundary; it moves into the log, then this row goes."""
+    """Input waiting for the turn boundary; it moves into the log, then this row goes.
+
+    `kind` is what it becomes: a typed message (`user`, or `command` when it starts with
+    `/`), an `answer` to a pending question, or a fired `timer`.
+    """
+
+    KINDS = [("user", "user"), ("answer", "answer"), ("timer", "timer")]
 
     session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="queued")
+    kind = models.CharField(max_length=10, choices=KINDS, default="user")
     text = models.TextField()
+    data = models.JSONField(default=dict, blank=True)
     author = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True
     )
@@ -171,3 +179,43 @@ class QueuedInput(models.Model):
 
     def __str__(self) -> str:
         return f"{self.session_id}: {self.text[:40]}"
+
+
+class Snapshot(models.Model):
+    """The session's state folded up to `seq`, serialised (`harness.state`, with `version`)."""
+
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="snapshots")
+    seq = models.PositiveBigIntegerField()
+    version = models.PositiveIntegerField()
+    data = models.JSONField()
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["session", "seq"], name="one_snapshot")]
+        indexes = [models.Index(fields=["session", "-seq"])]
+
+    def __str__(self) -> str:
+        return f"{self.session_id}@{self.seq} v{self.version}"
+
+
+class ArmedTimer(models.Model):
+    """The scheduler's index of armed timers, kept beside the log as it is appended.
+
+    The log stays the truth (the state fold arms and disarms timers); this table only lets
+    every process find what is due with one indexed query. Firing deletes the row first, in
+    the transaction that queues the `timer` input, so a timer fires once however many
+    processes look.
+    """
+
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="armed_timers")
+    timer_id = models.CharField(max_length=40)
+    message = models.TextField()
+    due_at = models.DateTimeField(db_index=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["session", "timer_id"], name="one_armed_timer")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.session_id}:{self.timer_id} at {self.due_at}"

@@ -116,6 +116,11 @@ class MessageIn(Schema):
     text: str
 
 
+class AnswerIn(Schema):
+    question: str = Field(min_length=1, max_length=40)
+    text: str
+
+
 class MessageOut(Schema):
     seq: int | None
     queued: bool
@@ -197,4 +202,6 @@ class StateOut(Schema):
     questions: list[Any]
     subagents: list[Any]
     loaded_skills: list[Any]
+    pending_compact: dict[str, Any] | None
+    seq: int
     snapshot_seq: int | None

@@ -18,10 +18,11 @@ from django.db.models import F
 from django.utils import timezone
 
 from sessions_app import events
-from sessions_app.leases import lease_release, lease_take, status_of
+from sessions_app.journal import journal_apply, state_load
+from sessions_app.leases import lease_release, lease_take, lease_take_over
 from sessions_app.models import AgentPreset, Entry, ModelCard, QueuedInput, Session
 from sessions_app.schemas import entry_out
-from sessions_app.selectors import cut_seq
+from sessions_app.selectors import MODEL_VISIBLE, cut_seq
 from teams_app.models import Team
 
 SELECTION_FIELDS = (
@@ -53,6 +54,16 @@ class InputTooLarge(ValueError):
 
 class InvalidInput(ValueError):
     pass
+
+
+class NotPending(ValueError):
+    """An answer to a question that is not (or no longer) waiting for one."""
+
+
+INTERRUPTED_CALL = (
+    "The turn was interrupted before this call returned (its runner stopped). It may or may "
+    "not have taken effect; check before repeating it."
+)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -88,6 +99,7 @@ def entry_append(
         events.send_on_commit(
             session_id, {"type": "entry", "entry": entry_out(entry, cut_seq(session_id))}
         )
+        journal_apply(entry)
     return entry
 
 
@@ -145,27 +157,96 @@ def message_post(*, session: Session, user: Any, text: str) -> Posted:
     """Store the input, then take the turn if nobody holds it; else it waits its turn."""
     input_check(text)
     queued = QueuedInput.objects.create(session=session, text=text, author=user)
-    interrupted = status_of(session) != session.status
-    lease = lease_take(session.pk)
-    if lease is None:
-        return Posted(seq=None, queued=True)
-    if interrupted:
-        entry_append(
-            session_id=session.pk,
-            kind="notice",
-            data={"code": "turn_interrupted"},
-            content="The previous turn was interrupted (its runner stopped) and did not finish.",
+    return turn_start(session.pk, queued.pk)
+
+
+def answer_post(*, session: Session, user: Any, question: str, text: str) -> Posted:
+    """Answer a pending question: stored at once, it enters the log as an `answer` entry."""
+    input_check(text)
+    with transaction.atomic():
+        # One answer at a time per session: the row lock orders concurrent answers.
+        list(Session.objects.select_for_update().filter(pk=session.pk).values_list("pk"))
+        state, _ = state_load(session.pk)
+        answered = QueuedInput.objects.filter(
+            session=session, kind="answer", data__question=question
+        ).exists()
+        if state.question(question) is None or answered:
+            raise NotPending(f"Question {question!r} is not waiting for an answer.")
+        queued = QueuedInput.objects.create(
+            session=session, kind="answer", text=text, author=user, data={"question": question}
         )
-    events.send_now(session.pk, {"type": "status", "status": "running"})
-    entered, needs_turn = inputs_enter_log(session.pk)
-    if not needs_turn:
-        lease = turn_boundary(session.pk, lease)
+    return turn_start(session.pk, queued.pk)
+
+
+def turn_start(session_id: int, queued_id: int | None = None) -> Posted:
+    """Take the session's turn and run what is queued; a no-op while another runner has it.
+
+    Taking over from a runner whose lease expired first closes (or resumes) its turn.
+    """
+    resume = False
+    lease = lease_take(session_id)
+    if lease is None:
+        lease = lease_take_over(session_id)
+        if lease is None:
+            return Posted(seq=None, queued=True)
+        resume = turn_interrupted(session_id)
+    events.send_now(session_id, {"type": "status", "status": "running"})
+    entered, needs_turn = inputs_enter_log(session_id)
+    if not (needs_turn or resume):
+        lease = turn_boundary(session_id, lease)
     if lease is not None:
         from sessions_app.dispatcher import turn_dispatch
 
-        turn_dispatch(session.pk, lease)
-    seq = entered.get(queued.pk)
+        turn_dispatch(session_id, lease)
+    seq = entered.get(queued_id) if queued_id is not None else None
     return Posted(seq=seq, queued=seq is None, lease=lease)
+
+
+def turn_interrupted(session_id: int) -> bool:
+    """Close the turn a dead runner left: every open tool call gets an error result, and a
+    notice says whether the turn resumes. Returns whether to resume it.
+
+    It resumes when the model owes a reply (the log ends in input or tool results), unless
+    the last thing in the log is already such a notice: a turn that kills its runner twice
+    in a row without progress is closed instead of looping.
+    """
+    state, _ = state_load(session_id)
+    last = Entry.objects.filter(session_id=session_id).order_by("-seq").first()
+    again = (
+        last is not None and last.kind == "notice" and last.data.get("code") == "turn_interrupted"
+    )
+    for call_id, (name, _) in state.open_calls.items():
+        entry_append(
+            session_id=session_id,
+            kind="tool_result",
+            content=INTERRUPTED_CALL,
+            data={"call_id": call_id, "name": name, "is_error": True, "interrupted": True},
+        )
+    resume = not again and owes_reply(session_id)
+    entry_append(
+        session_id=session_id,
+        kind="notice",
+        data={"code": "turn_interrupted", "resumed": resume},
+        content="The previous turn was interrupted (its runner stopped). "
+        + ("It resumes here." if resume else "It was closed; send a message to go on."),
+    )
+    return resume
+
+
+def owes_reply(session_id: int) -> bool:
+    """Whether the log's last model-visible entry is one the model has not answered."""
+    last = (
+        Entry.objects.filter(session_id=session_id, kind__in=MODEL_VISIBLE)
+        .order_by("-seq")
+        .values_list("kind", "data")
+        .first()
+    )
+    if last is None:
+        return False
+    kind, data = last
+    if kind == "assistant":
+        return False
+    return kind != "command" or bool(data.get("expansion"))
 
 
 def inputs_enter_log(session_id: int) -> tuple[dict[int, int], bool]:
@@ -182,19 +263,41 @@ def inputs_enter_log(session_id: int) -> tuple[dict[int, int], bool]:
 
 
 def input_append(session_id: int, row: QueuedInput) -> tuple[Entry, bool]:
+    if row.kind == "timer":
+        return entry_append(
+            session_id=session_id, kind="timer", content=row.text, data=row.data
+        ), True
+    if row.kind == "answer":
+        return answer_append(session_id, row), True
     if not row.text.startswith("/"):
         return entry_append(
             session_id=session_id, kind="user", content=row.text, author=row.author
         ), True
+    name = command_name(row.text)
     entry = entry_append(
         session_id=session_id,
         kind="command",
         content=row.text,
         author=row.author,
-        data={"name": command_name(row.text)},
+        data={"name": name},
     )
-    command_run(session_id, command_name(row.text))
+    command_run(session_id, name)
     return entry, False
+
+
+def answer_append(session_id: int, row: QueuedInput) -> Entry:
+    """An answer settles its question; one that lost a race to another answer stays a message."""
+    state, _ = state_load(session_id)
+    question = state.question(str(row.data.get("question", "")))
+    if question is None:
+        return entry_append(session_id=session_id, kind="user", content=row.text, author=row.author)
+    return entry_append(
+        session_id=session_id,
+        kind="answer",
+        content=row.text,
+        author=row.author,
+        data={"question": question.id, "asked": question.question},
+    )
 
 
 def command_name(text: str) -> str:
@@ -214,8 +317,11 @@ def command_run(session_id: int, name: str) -> None:
 
 
 def session_release(session_id: int, lease: str) -> None:
-    if lease_release(session_id, lease):
-        events.send_on_commit(session_id, {"type": "status", "status": "idle"})
+    """Give the turn back: the session waits when a question is pending, else it is idle."""
+    state, _ = state_load(session_id)
+    status = "waiting" if state.questions else "idle"
+    if lease_release(session_id, lease, status):
+        events.send_on_commit(session_id, {"type": "status", "status": status})
 
 
 def turn_boundary(session_id: int, lease: str) -> str | None:

@@ -7,6 +7,8 @@ from typing import Any
 
 from harness.messages import EntryKind, LogEntry
 from harness.ports import LeaseLost
+from harness.state import SessionState
+from sessions_app.journal import state_load
 from sessions_app.leases import lease_renew
 from sessions_app.models import Entry
 from sessions_app.selectors import context_rows
@@ -52,6 +54,10 @@ class OrmTranscriptStore:
             session_id=session_id, kind=kind, content=content, data=data, tokens=tokens
         )
         return log_entry(row)
+
+    async def state(self, session_id: int) -> SessionState:
+        state, _ = await db(state_load)(session_id)
+        return state
 
     async def next_turn(self, session_id: int) -> bool:
         lease = await db(turn_boundary)(session_id, self.lease)

@@ -9,7 +9,9 @@ the session is never left stuck in `running`.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
+from collections.abc import Awaitable
 from typing import Any
 
 from channels.consumer import AsyncConsumer
@@ -19,6 +21,7 @@ from harness.loop import Deps, TurnConfig, drive
 from harness.ports import LeaseLost
 from horsie_site import wiring
 from sessions_app.events import ChannelEvents
+from sessions_app.leases import lease_seconds
 from sessions_app.models import Session
 from sessions_app.services import entry_append, session_release
 from sessions_app.stores import OrmTranscriptStore
@@ -43,12 +46,35 @@ async def drive_session(session_id: int, lease: str) -> None:
     try:
         config, deps = await db(turn_setup)(session_id, lease)
         store = deps.store  # type: ignore[assignment]
-        await drive(config, deps)
+        assert store is not None
+        await with_heartbeat(drive(config, deps), session_id, store)
     except LeaseLost:
         log.warning("session %s: lease lost; another runner has it", session_id)
     except Exception as error:
         log.exception("session %s: the turn failed", session_id)
         await db(turn_failed)(session_id, store.lease if store else lease, error)
+
+
+async def with_heartbeat(work: Awaitable[None], session_id: int, store: OrmTranscriptStore) -> None:
+    """Run the turns while renewing the lease every third of its life.
+
+    A model call can outlast the lease; the heartbeat keeps it while the runner is alive,
+    so only a dead (or hung) runner's session is ever taken over. When renewing fails the
+    session is someone else's: the work is cancelled and `LeaseLost` raised.
+    """
+    task = asyncio.ensure_future(work)
+    every = lease_seconds() / 3
+    try:
+        while True:
+            done, _ = await asyncio.wait({task}, timeout=every)
+            if done:
+                return task.result()
+            await store.keep_alive(session_id)
+    finally:
+        if not task.done():
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, LeaseLost):
+                await task
 
 
 def turn_failed(session_id: int, lease: str, error: Exception) -> None:

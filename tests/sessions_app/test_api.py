@@ -171,7 +171,12 @@ def test_the_model_keeps_a_task_list_through_todo_write(api_for, session, script
     assert kinds == ["user", "assistant", "tool_result", "assistant"]
     state = api.get(f"/sessions/{session.pk}/state").json()
     assert state["tasks"] == tasks
-    assert [t.name for t in scripted.requests[0].tools] == ["todo_write"]
+    assert [t.name for t in scripted.requests[0].tools] == [
+        "todo_write",
+        "set_timer",
+        "cancel_timer",
+        "ask_user",
+    ]
 
 
 def test_slash_help_answers_without_a_turn(api_for, session, scripted):

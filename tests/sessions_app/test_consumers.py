@@ -88,7 +88,8 @@ async def test_another_team_is_refused(personas, session):
 async def test_inbound_frames_are_validated(personas, session):
     w = watcher(session.pk, personas["alice"][1])
     assert (await w.connect())[0]
-    await w.receive_json_from(timeout=5)
+    assert (await w.receive_json_from(timeout=5))["type"] == "status"
+    assert (await w.receive_json_from(timeout=5))["type"] == "state"
     await w.send_to(text_data="not json")
     assert (await w.receive_json_from(timeout=5))["type"] == "error"
     await w.send_json_to({"type": "ping"})

@@ -1,0 +1,112 @@
+"""The journal: the log read as events, folded into state, with snapshots and projections.
+
+`state_load` is how every reader gets a session's durable state: the newest snapshot plus
+the entries after it, so it costs the same at entry 100 as at entry 100,000. A snapshot is
+written every `SNAPSHOT_EVERY` entries and at each boundary, inside the transaction that
+appends the entry. `journal_apply` keeps the scheduler's `ArmedTimer` index in step with the
+log and tells watchers when the state changed.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from django.conf import settings
+
+from harness.messages import LogEntry
+from harness.state import VERSION as STATE_VERSION
+from harness.state import SessionState, changes_state, deserialise, durable, fold, serialise
+from sessions_app import events
+from sessions_app.models import ArmedTimer, Entry, QueuedInput, Snapshot
+
+
+def snapshot_every() -> int:
+    return int(settings.HORSIE["SNAPSHOT_EVERY"])
+
+
+def state_load(session_id: int) -> tuple[SessionState, int | None]:
+    """The state at the end of the log, and the seq of the snapshot it started from."""
+    snapshot = (
+        Snapshot.objects.filter(session_id=session_id)
+        .order_by("-seq")
+        .values_list("seq", "data")
+        .first()
+    )
+    base = deserialise(snapshot[1]) if snapshot else None
+    after = snapshot[0] if snapshot else 0
+    rows = (
+        Entry.objects.filter(session_id=session_id, seq__gt=after)
+        .order_by("seq")
+        .values_list("seq", "kind", "data")
+    )
+    entries = (LogEntry(seq=seq, kind=kind, data=data) for seq, kind, data in rows.iterator())
+    return fold(entries, base), (snapshot[0] if snapshot else None)
+
+
+def state_json(state: SessionState, snapshot_seq: int | None) -> dict[str, Any]:
+    """`GET /state` and the websocket's `state` event."""
+    return {
+        **durable(state),
+        "pending_compact": dict(state.pending_compact) if state.pending_compact else None,
+        "seq": state.seq,
+        "snapshot_seq": snapshot_seq,
+    }
+
+
+def snapshot_write(session_id: int) -> Snapshot:
+    state, _ = state_load(session_id)
+    snapshot, _ = Snapshot.objects.get_or_create(
+        session_id=session_id,
+        seq=state.seq,
+        defaults={"version": STATE_VERSION, "data": serialise(state)},
+    )
+    return snapshot
+
+
+def journal_apply(entry: Entry) -> None:
+    """After an entry is inserted, in its transaction: snapshot, timer index, state event."""
+    item = LogEntry(seq=entry.seq, kind=entry.kind, data=entry.data)  # type: ignore[arg-type]
+    if entry.kind == "tool_result" and not entry.data.get("is_error"):
+        timers_follow(entry)
+    elif entry.kind == "boundary" and entry.data.get("trigger") == "fork":
+        timers_rearm(entry)
+    if entry.kind == "boundary" or entry.seq % snapshot_every() == 0:
+        snapshot_write(entry.session_id)
+    if changes_state(item):
+        state, snapshot_seq = state_load(entry.session_id)
+        events.send_on_commit(
+            entry.session_id, {"type": "state", "state": state_json(state, snapshot_seq)}
+        )
+
+
+def timers_follow(entry: Entry) -> None:
+    name = entry.data.get("name")
+    if name == "set_timer":
+        timer = entry.data["timer"]
+        ArmedTimer.objects.create(
+            session_id=entry.session_id,
+            timer_id=timer["id"],
+            message=timer["message"],
+            due_at=datetime.fromisoformat(timer["due_at"]),
+        )
+    elif name == "cancel_timer":
+        timer_id = entry.data["timer_id"]
+        ArmedTimer.objects.filter(session_id=entry.session_id, timer_id=timer_id).delete()
+        # Fired a moment ago but not yet in the log: cancelling still wins.
+        QueuedInput.objects.filter(
+            session_id=entry.session_id, kind="timer", data__timer=timer_id
+        ).delete()
+
+
+def timers_rearm(entry: Entry) -> None:
+    """A fork's first entry carries armed timers: they are armed in the new session too."""
+    for timer in entry.data.get("carried", {}).get("timers", []):
+        ArmedTimer.objects.get_or_create(
+            session_id=entry.session_id,
+            timer_id=timer["id"],
+            defaults={
+                "message": timer["message"],
+                "due_at": datetime.fromisoformat(timer["due_at"]),
+            },
+        )
