@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import secrets
+import sys
 from pathlib import Path
 
 import dj_database_url
@@ -163,8 +164,10 @@ HORSIE = {
     # A snapshot of the state every this many entries (and at every boundary).
     "SNAPSHOT_EVERY": env.integer("HORSIE_SNAPSHOT_EVERY", 200, minimum=1),
     # Fire due timers and take over dead runners' sessions, once a second, in every process
-    # that serves the ASGI application (daphne and runworker alike).
-    "SCHEDULER": env.boolean("HORSIE_SCHEDULER", True),
+    # that serves the ASGI application (daphne and runworker alike). Off by default inside the
+    # test runner, whose tests call `scheduler.tick` themselves; server processes it starts
+    # run their own.
+    "SCHEDULER": env.boolean("HORSIE_SCHEDULER", "pytest" not in sys.modules),
     "MAX_STEPS": env.integer("HORSIE_MAX_STEPS", 25, minimum=1),
     "COMPACT_TRIGGER": env.number("HORSIE_COMPACT_TRIGGER", 0.8, low=0.1, high=1.0),
     "LOCAL_MODEL_PATH": env.string("HORSIE_LOCAL_MODEL_PATH", ""),

@@ -13,8 +13,6 @@ import uuid
 import pytest
 
 os.environ.setdefault("HORSIE_REDIS_PREFIX", f"horsie-test-{uuid.uuid4().hex[:8]}")
-# In-process tests call the scheduler's tick themselves; server processes run their own.
-os.environ.setdefault("HORSIE_SCHEDULER", "0")
 
 
 @pytest.fixture(autouse=True, scope="session")
