@@ -19,8 +19,11 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-from harness.context import Context, assemble
+from harness.compaction import Policy, next_prompt_tokens
+from harness.compactor import compact
+from harness.context import Context, assemble, entry_message
 from harness.messages import (
+    LogEntry,
     ModelRequest,
     ModelResponse,
     ReasoningDelta,
@@ -41,6 +44,15 @@ class TurnConfig:
     max_steps: int
     max_output_tokens: int | None
     model: str
+    policy: Policy | None = None
+
+
+@dataclass
+class TurnFlags:
+    """What one turn remembers between its model calls."""
+
+    compaction_failed: bool = False
+    overflow_retried: bool = False
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -51,7 +63,7 @@ class Deps:
     tools: Mapping[str, Tool]
 
 
-TurnEnd = Literal["reply", "question", "max_steps", "provider_error"]
+TurnEnd = Literal["reply", "question", "compacted", "max_steps", "provider_error"]
 
 
 async def drive(config: TurnConfig, deps: Deps) -> None:
@@ -63,9 +75,25 @@ async def drive(config: TurnConfig, deps: Deps) -> None:
 
 
 async def run_turn(config: TurnConfig, deps: Deps) -> TurnEnd:
+    flags = TurnFlags()
+    state = await deps.store.state(config.session_id)
+    if state.pending_compact is not None:
+        context, entries = await build_context(config, deps)
+        await compact(
+            config,
+            deps,
+            trigger="manual",
+            context=context,
+            entries=entries,
+            tokens_before=next_prompt_tokens(context, entries),
+            instructions=state.pending_compact.get("instructions"),
+        )
+        _, entries = await build_context(config, deps)
+        if not owes_reply(entries):
+            return "compacted"
     for _ in range(config.max_steps):
         await deps.store.keep_alive(config.session_id)
-        response = await call_model(config, deps)
+        response = await call_model(config, deps, flags)
         if response is None:
             return "provider_error"
         if not response.tool_calls:
@@ -79,19 +107,51 @@ async def run_turn(config: TurnConfig, deps: Deps) -> TurnEnd:
     return "max_steps"
 
 
-async def build_context(config: TurnConfig, deps: Deps) -> Context:
+async def build_context(config: TurnConfig, deps: Deps) -> tuple[Context, Sequence[LogEntry]]:
     entries = await deps.store.context_entries(config.session_id)
     specs = [tool.spec for tool in deps.tools.values()] if deps.provider.capabilities.tools else []
-    return assemble(system_prompt=config.system_prompt, tools=specs, entries=entries)
+    context = assemble(system_prompt=config.system_prompt, tools=specs, entries=entries)
+    return context, entries
 
 
-async def call_model(config: TurnConfig, deps: Deps) -> ModelResponse | None:
+def owes_reply(entries: Sequence[LogEntry]) -> bool:
+    """Whether the last message in context is one the model has not answered yet."""
+    for entry in reversed(entries):
+        message = entry_message(entry)
+        if message is not None:
+            return message.kind != "assistant"
+    return False
+
+
+async def auto_compacted(
+    config: TurnConfig, deps: Deps, flags: TurnFlags
+) -> tuple[Context, Sequence[LogEntry]]:
+    """The context for the next call, compacted first when the trigger is reached."""
+    context, entries = await build_context(config, deps)
+    policy = config.policy
+    if policy is None or not policy.armed or flags.compaction_failed:
+        return context, entries
+    tokens = next_prompt_tokens(context, entries)
+    if policy.trigger_tokens is None or tokens < policy.trigger_tokens:
+        return context, entries
+    outcome = await compact(
+        config, deps, trigger="auto", context=context, entries=entries, tokens_before=tokens
+    )
+    flags.compaction_failed = outcome == "failed"
+    return await build_context(config, deps)
+
+
+async def call_model(config: TurnConfig, deps: Deps, flags: TurnFlags) -> ModelResponse | None:
     """One model call, streamed to watchers; the reply is appended as an `assistant` entry."""
-    context = await build_context(config, deps)
+    context, entries = await auto_compacted(config, deps, flags)
     request = context.request(config.max_output_tokens)
     try:
         response = await stream_response(request, config, deps)
     except ProviderError as error:
+        if error.code == "context_length_exceeded" and not flags.overflow_retried:
+            flags.overflow_retried = True
+            if await overflowed(config, deps, context, entries):
+                return await call_model(config, deps, flags)
         await notice(
             config, deps, "provider_error", f"The model call failed: {error}", error=error.code
         )
@@ -120,6 +180,30 @@ async def stream_response(request: ModelRequest, config: TurnConfig, deps: Deps)
     finally:
         await deps.events.stream_end(config.session_id)
     raise ProviderError("the model's stream ended without a response", code="server_error")
+
+
+async def overflowed(
+    config: TurnConfig, deps: Deps, context: Context, entries: Sequence[LogEntry]
+) -> bool:
+    """The provider said the context was too long: compact at once. True to retry the call."""
+    if config.policy is None or config.policy.window is None:
+        await notice(
+            config,
+            deps,
+            "context_overflow",
+            "The model says the context is too long, and its card declares no context window, "
+            "so nothing compacts automatically: run /compact, or declare the window.",
+        )
+        return False
+    outcome = await compact(
+        config,
+        deps,
+        trigger="overflow",
+        context=context,
+        entries=entries,
+        tokens_before=max(context.tokens, config.policy.window),
+    )
+    return outcome in ("compacted", "cleared", "failed")
 
 
 def assistant_data(response: ModelResponse, context: Context, config: TurnConfig) -> dict[str, Any]:

@@ -68,6 +68,7 @@ class SessionState:
         return next((q for q in self.questions if q.id == question_id), None)
 
 
+COMPACT_SETTLED = ("nothing_to_fold", "compaction_failed")
 Applier = Callable[[SessionState, Mapping[str, Any], Mapping[str, Any]], SessionState]
 
 
@@ -132,6 +133,8 @@ def step(state: SessionState, entry: LogEntry) -> SessionState:
             return replace(state, pending_compact=pending)
         case "boundary":
             return boundary_step(state, entry)
+        case "notice" if entry.data.get("code") in COMPACT_SETTLED:
+            return replace(state, pending_compact=None)
         case _:
             return state
 
@@ -140,6 +143,8 @@ def changes_state(entry: LogEntry) -> bool:
     """Whether folding this entry can change what `GET /state` shows."""
     if entry.kind == "tool_result":
         return str(entry.data.get("name", "")) in APPLIERS and not entry.data.get("is_error")
+    if entry.kind == "notice":
+        return entry.data.get("code") in COMPACT_SETTLED
     return entry.kind in ("timer", "answer", "boundary") or (
         entry.kind == "command" and entry.data.get("name") == "compact"
     )

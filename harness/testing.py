@@ -104,7 +104,14 @@ class MemoryStore:
     queued: list[str] = field(default_factory=list)
 
     async def context_entries(self, session_id: int) -> Sequence[LogEntry]:
-        return list(self.entries)
+        """As the database store: the latest boundary, and the entries from its cut on."""
+        boundary = next((e for e in reversed(self.entries) if e.kind == "boundary"), None)
+        cut = int(boundary.data.get("first_kept_seq", 1)) if boundary else 1
+        return [
+            e
+            for e in self.entries
+            if e is boundary or (e.seq >= cut and e.kind not in ("notice", "boundary"))
+        ]
 
     async def append(
         self,

@@ -170,6 +170,9 @@ HORSIE = {
     "SCHEDULER": env.boolean("HORSIE_SCHEDULER", "pytest" not in sys.modules),
     "MAX_STEPS": env.integer("HORSIE_MAX_STEPS", 25, minimum=1),
     "COMPACT_TRIGGER": env.number("HORSIE_COMPACT_TRIGGER", 0.8, low=0.1, high=1.0),
+    # Recent history kept verbatim at a compaction, and the summary's cap: fractions of W.
+    "RECENT_FRACTION": env.number("HORSIE_RECENT_FRACTION", 0.2, low=0.01, high=0.9),
+    "SUMMARY_FRACTION": env.number("HORSIE_SUMMARY_FRACTION", 0.1, low=0.01, high=0.5),
     "LOCAL_MODEL_PATH": env.string("HORSIE_LOCAL_MODEL_PATH", ""),
     "LOCAL_THREADS": env.integer("HORSIE_LOCAL_THREADS", 1, minimum=1),
     "PROVIDER_TIMEOUT": env.number("HORSIE_PROVIDER_TIMEOUT", 120.0, low=1.0, high=3600.0),

@@ -13,6 +13,7 @@ from typing import Any
 
 from django.conf import settings
 
+from harness.compaction import Policy
 from harness.loop import TurnConfig
 from harness.providers import build_provider
 from harness.providers.base import CardConfig, Provider, RetryPolicy
@@ -63,8 +64,21 @@ def turn_config(session: Any) -> TurnConfig:
         max_steps=session.max_steps,
         max_output_tokens=session.model.max_output_tokens,
         model=session.model.model,
+        policy=policy_for(session),
     )
 
 
-def compact_trigger() -> float:
-    return float(settings.HORSIE["COMPACT_TRIGGER"])
+def policy_for(session: Any) -> Policy:
+    """When and how a session compacts: its card's window, the server's settings, and the
+    session's own choices (which can only move compaction earlier)."""
+    horsie = settings.HORSIE
+    return Policy(
+        window=session.model.context_window,
+        max_output_tokens=session.model.max_output_tokens,
+        auto=session.auto_compact,
+        trigger=float(horsie["COMPACT_TRIGGER"]),
+        compact_at=session.compact_at,
+        recent_fraction=float(horsie["RECENT_FRACTION"]),
+        summary_fraction=float(horsie["SUMMARY_FRACTION"]),
+        clear_tool_results=session.clear_tool_results,
+    )

@@ -18,6 +18,7 @@ from sessions_app.journal import state_json, state_load
 from sessions_app.models import AgentPreset, ModelCard, Session
 from sessions_app.schemas import (
     AnswerIn,
+    CompactIn,
     ContextOut,
     Detail,
     EntriesOut,
@@ -31,7 +32,7 @@ from sessions_app.schemas import (
     SessionIn,
     SessionPatch,
     StateOut,
-    card_context,
+    context_meter,
     entry_out,
     session_out,
 )
@@ -146,18 +147,22 @@ def preset_delete(request: HttpRequest, preset_id: int) -> Any:
 
 
 def last_prompt_tokens(session: Session) -> int | None:
-    data = (
-        session.entries.filter(kind="assistant")
+    """The last prompt's size; right after a compaction, the size of the context it left."""
+    latest = (
+        session.entries.filter(kind__in=("assistant", "boundary"))
         .order_by("-seq")
-        .values_list("data", flat=True)
+        .values_list("kind", "data")
         .first()
     )
-    return prompt_tokens(data) if data else None
+    if latest is None:
+        return None
+    kind, data = latest
+    return data.get("tokens_after") if kind == "boundary" else prompt_tokens(data)
 
 
 def session_json(session: Session) -> dict[str, Any]:
-    context = card_context(session.model, last_prompt_tokens(session), wiring.compact_trigger())
-    return session_out(session, context)
+    meter = context_meter(wiring.policy_for(session), last_prompt_tokens(session))
+    return session_out(session, meter)
 
 
 @router.post("/sessions", response={201: dict, **ERRORS}, tags=["sessions"])
@@ -237,6 +242,18 @@ def message_post(
     return Status(200, {**body, "status": status, "entries": [entry_out(r, cut) for r in rows]})
 
 
+@router.post("/sessions/{session_id}/compact", response={202: dict, **ERRORS}, tags=["sessions"])
+def compact_post(request: HttpRequest, session_id: int, payload: CompactIn) -> Any:
+    """The same as typing `/compact [instructions]`: it runs at the next turn boundary."""
+    session = selectors.access_session(request.user, session_id)
+    text = f"/compact {payload.instructions or ''}".strip()
+    try:
+        posted = services.message_post(session=session, user=request.user, text=text)
+    except services.InputTooLarge as error:
+        raise HttpError(413, str(error)) from None
+    return Status(202, {"seq": posted.seq, "queued": posted.queued})
+
+
 @router.get(
     "/sessions/{session_id}/context", response={200: ContextOut, **ERRORS}, tags=["sessions"]
 )
@@ -246,14 +263,8 @@ def context_get(request: HttpRequest, session_id: int) -> Any:
     context = assemble(
         system_prompt=session.system_prompt, tools=tools, entries=context_entries_now(session.pk)
     )
-    window = card_context(session.model, context.tokens, wiring.compact_trigger())
-    return {
-        "blocks": [vars(block) for block in context.blocks],
-        "tokens": context.tokens,
-        "window": window["window"],
-        "trigger_tokens": window["trigger_tokens"],
-        "truncated": [],
-    }
+    meter = context_meter(wiring.policy_for(session), context.tokens)
+    return {"blocks": [vars(block) for block in context.blocks], **meter, "truncated": []}
 
 
 @router.get("/sessions/{session_id}/state", response={200: StateOut, **ERRORS}, tags=["sessions"])

@@ -57,6 +57,8 @@ class Selections(models.Model):
     mcp_servers = models.JSONField(default=empty_list, blank=True)
     auto_compact = models.BooleanField(default=True)
     compact_at = models.FloatField(null=True, blank=True)
+    # At the trigger, first replace old tool outputs with stubs; summarise only if not enough.
+    clear_tool_results = models.BooleanField(default=False)
 
     class Meta:
         abstract = True

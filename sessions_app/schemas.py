@@ -6,8 +6,9 @@ from typing import Any, Literal
 
 from ninja import Field, Schema
 
+from harness.compaction import Policy
 from sessions_app.leases import status_of
-from sessions_app.models import Entry, ModelCard, Session
+from sessions_app.models import Entry, Session
 
 Wire = Literal["openai_chat", "openai_responses", "anthropic", "local"]
 
@@ -66,6 +67,7 @@ class SelectionsIn(Schema):
     mcp_servers: list[int] | None = None
     auto_compact: bool | None = None
     compact_at: float | None = Field(default=None, gt=0)
+    clear_tool_results: bool | None = None
 
 
 class PresetIn(SelectionsIn):
@@ -95,6 +97,7 @@ class PresetOut(Schema):
     mcp_servers: list[int]
     auto_compact: bool
     compact_at: float | None
+    clear_tool_results: bool
     max_steps: int
     team: str = Field(alias="team.name")
 
@@ -114,6 +117,10 @@ class SessionPatch(SelectionsIn):
 
 class MessageIn(Schema):
     text: str
+
+
+class CompactIn(Schema):
+    instructions: str | None = Field(default=None, max_length=10_000)
 
 
 class AnswerIn(Schema):
@@ -160,6 +167,7 @@ def session_out(session: Session, context: dict[str, int | None]) -> dict[str, A
         "max_steps": session.max_steps,
         "auto_compact": session.auto_compact,
         "compact_at": session.compact_at,
+        "clear_tool_results": session.clear_tool_results,
         "memory": session.memory,
         "skills": session.skills,
         "bundles": session.bundles,
@@ -171,12 +179,15 @@ def session_out(session: Session, context: dict[str, int | None]) -> dict[str, A
     }
 
 
-def card_context(card: ModelCard, tokens: int | None, trigger: float) -> dict[str, int | None]:
-    window = card.context_window
+def context_meter(policy: Policy, tokens: int | None) -> dict[str, Any]:
+    """The session's `context`: the last prompt's size, the window, and whether (and where)
+    auto-compaction is armed, or why it is not."""
     return {
         "tokens": tokens,
-        "window": window,
-        "trigger_tokens": int(window * trigger) if window else None,
+        "window": policy.window,
+        "trigger_tokens": policy.trigger_tokens if policy.armed else None,
+        "armed": policy.armed,
+        "not_armed_because": policy.why_not(),
     }
 
 
@@ -193,6 +204,8 @@ class ContextOut(Schema):
     tokens: int
     window: int | None
     trigger_tokens: int | None
+    armed: bool
+    not_armed_because: str | None
     truncated: list[Any]
 
 

@@ -90,17 +90,31 @@ def entries_page(
     return rows[:limit], len(rows) > limit
 
 
-def context_rows(session_id: int) -> list[tuple[int, str, str, dict[str, Any], int | None]]:
-    """The entries the model sees, from the latest cut on, model-visible kinds only.
+Row = tuple[int, str, str, dict[str, Any], int | None]
+ROW_FIELDS = ("seq", "kind", "content", "data", "tokens")
 
-    Plain tuples, no author join: this runs before every model call.
+
+def context_rows(session_id: int) -> list[Row]:
+    """What context assembly needs: the latest boundary, then the model-visible entries
+    from its cut on. Two indexed queries, however long the log: this runs before every
+    model call. Plain tuples, no author join.
     """
-    cut = cut_seq(session_id)
-    return list(
+    boundary: Row | None = (
+        Entry.objects.filter(session_id=session_id, kind="boundary")
+        .order_by("-seq")
+        .values_list(*ROW_FIELDS)
+        .first()
+    )
+    cut = int(boundary[3].get("first_kept_seq", 1)) if boundary else 1
+    rows: list[Row] = list(
         Entry.objects.filter(session_id=session_id, seq__gte=cut, kind__in=MODEL_VISIBLE)
         .order_by("seq")
-        .values_list("seq", "kind", "content", "data", "tokens")
+        .values_list(*ROW_FIELDS)
     )
+    if boundary is None:
+        return rows
+    after = [row for row in rows if row[0] > boundary[0]]
+    return [row for row in rows if row[0] < boundary[0]] + [boundary] + after
 
 
 def is_in_context(entry: Entry, cut: int) -> bool:

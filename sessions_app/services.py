@@ -33,10 +33,12 @@ SELECTION_FIELDS = (
     "mcp_servers",
     "auto_compact",
     "compact_at",
+    "clear_tool_results",
 )
 HELP = (
-    "Slash commands: /help shows this list. /compact, /summary-n-fork, /handoff and /rewind "
-    "arrive with compaction."
+    "Slash commands: /help shows this list. /compact [instructions] folds older history into "
+    "the summary at the next turn boundary (the instructions say what the summary must keep). "
+    "/summary-n-fork, /handoff and /rewind are coming."
 )
 
 
@@ -274,13 +276,14 @@ def input_append(session_id: int, row: QueuedInput) -> tuple[Entry, bool]:
             session_id=session_id, kind="user", content=row.text, author=row.author
         ), True
     name = command_name(row.text)
+    data: dict[str, Any] = {"name": name}
+    if name == "compact":
+        data["instructions"] = command_args(row.text) or None
     entry = entry_append(
-        session_id=session_id,
-        kind="command",
-        content=row.text,
-        author=row.author,
-        data={"name": name},
+        session_id=session_id, kind="command", content=row.text, author=row.author, data=data
     )
+    if name == "compact":
+        return entry, True  # the runner compacts at the start of its turn
     command_run(session_id, name)
     return entry, False
 
@@ -302,6 +305,11 @@ def answer_append(session_id: int, row: QueuedInput) -> Entry:
 
 def command_name(text: str) -> str:
     return text[1:].split(maxsplit=1)[0] if len(text) > 1 and not text[1].isspace() else ""
+
+
+def command_args(text: str) -> str:
+    parts = text[1:].split(maxsplit=1)
+    return parts[1].strip() if len(parts) > 1 else ""
 
 
 def command_run(session_id: int, name: str) -> None:

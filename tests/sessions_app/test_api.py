@@ -104,9 +104,17 @@ def test_model_cards_and_presets_are_team_scoped(api_for, personas):
     assert r.status_code == 201, r.content
     made = r.json()
     assert (made["model"], made["auto_compact"], made["compact_at"]) == (card["id"], False, 0.5)
-    assert made["context"] == {"tokens": None, "window": 128000, "trigger_tokens": 102400}
+    assert made["context"] == {
+        "tokens": None,
+        "window": 128000,
+        "trigger_tokens": None,
+        "armed": False,
+        "not_armed_because": "auto-compaction is off for this session",
+    }
     r = alice.post("/sessions", {"preset": preset["id"], "auto_compact": True})
     assert r.json()["auto_compact"] is True
+    assert r.json()["context"]["trigger_tokens"] == 64000, "compact_at moves it earlier"
+    assert r.json()["context"]["armed"] is True
     assert alice.delete(f"/models/{card['id']}").status_code == 409
     assert (
         alice.post("/models", {"name": "x", "wire": "telepathy", "model": "m"}).status_code == 422

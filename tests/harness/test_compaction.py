@@ -1,0 +1,250 @@
+"""Compaction through the real turn loop, with a model that summarises mechanically.
+
+`Archivist` answers turns with long replies (and now and then a todo_write call) and, for a
+compaction request, writes a summary that keeps every line holding a MARKER from the
+messages it was sent: so a marker only survives if each summary request really holds the
+previous summary and the span before the cut.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+
+from harness.compaction import Policy, plan_cut
+from harness.context import SUMMARY_HEADER
+from harness.loop import Deps, TurnConfig, run_turn
+from harness.messages import (
+    AssistantMessage,
+    LogEntry,
+    ModelRequest,
+    ModelResponse,
+    ResponseDone,
+    StreamEvent,
+    TextDelta,
+    ToolCall,
+    ToolResultMessage,
+    Usage,
+    UserMessage,
+)
+from harness.providers.base import Capabilities, ProviderError
+from harness.testing import MemoryStore, RecordingEvents, prompt_size
+from harness.tools import builtin_tools
+
+WINDOW = 2_000
+
+
+class Archivist:
+    def __init__(self, *, fail_summaries: bool = False) -> None:
+        self.capabilities = Capabilities(tools=True, streaming_usage=True)
+        self.requests: list[ModelRequest] = []
+        self.turn_requests: list[ModelRequest] = []
+        self.summary_requests: list[ModelRequest] = []
+        self.fail_summaries = fail_summaries
+        self.calls = 0
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
+        self.requests.append(request)
+        last = request.messages[-1]
+        usage = Usage(input_tokens=prompt_size(request), output_tokens=50)
+        if isinstance(last, UserMessage) and last.text.startswith("[Compaction]"):
+            self.summary_requests.append(request)
+            if self.fail_summaries:
+                raise ProviderError("quota exceeded", code="rate_limited")
+            yield ResponseDone(response=ModelResponse(text=self.summary(request), usage=usage))
+            return
+        self.turn_requests.append(request)
+        self.calls += 1
+        if isinstance(last, UserMessage) and "tool please" in last.text:
+            call = ToolCall(
+                id=f"call{self.calls}",
+                name="todo_write",
+                arguments=json.dumps({"tasks": [{"text": "keep going", "status": "pending"}]}),
+            )
+            yield ResponseDone(response=ModelResponse(text="", tool_calls=(call,), usage=usage))
+            return
+        text = f"Reply {self.calls}. " + "lorem ipsum dolor sit amet " * 25
+        yield TextDelta(text=text)
+        yield ResponseDone(response=ModelResponse(text=text, usage=usage))
+
+    @staticmethod
+    def summary(request: ModelRequest) -> str:
+        lines: list[str] = []
+        for message in request.messages[:-1]:
+            for line in getattr(message, "text", "").splitlines():
+                if "MARKER" in line and line not in lines:
+                    lines.append(line)
+        return "\n".join(lines) or "Nothing to keep."
+
+
+def policy(**overrides) -> Policy:
+    values = {"window": WINDOW, "max_output_tokens": 100, "trigger": 0.8}
+    return Policy(**{**values, **overrides})
+
+
+def setup(provider, **overrides):
+    store = MemoryStore()
+    config = TurnConfig(
+        session_id=1,
+        system_prompt="You are terse.",
+        max_steps=5,
+        max_output_tokens=100,
+        model="archivist",
+        policy=policy(**overrides) if overrides.get("window", WINDOW) else policy(**overrides),
+    )
+    deps = Deps(store=store, events=RecordingEvents(), provider=provider, tools=builtin_tools())
+    return store, config, deps
+
+
+async def talk(store, config, deps, turns, *, start=1):
+    for n in range(start, start + turns):
+        text = f"Turn {n}: " + ("tool please " if n % 4 == 0 else "") + "filler text " * 40
+        if n == 1:
+            text = "Remember MARKER-ALPHA-7731 exactly. " + text
+        await store.append(1, kind="user", content=text)
+        await run_turn(config, deps)
+
+
+def boundaries(store):
+    return [e for e in store.entries if e.kind == "boundary"]
+
+
+def assert_pairs(request: ModelRequest) -> None:
+    open_calls: set[str] = set()
+    for message in request.messages:
+        if isinstance(message, ToolResultMessage):
+            assert message.call_id in open_calls, f"a result without its call: {message.call_id}"
+            open_calls.discard(message.call_id)
+            continue
+        assert not open_calls, f"calls without results: {open_calls}"
+        if isinstance(message, AssistantMessage):
+            open_calls = {c.id for c in message.tool_calls}
+
+
+async def test_a_marker_survives_five_compactions_through_the_summary_chain():
+    provider = Archivist()
+    store, config, deps = setup(provider)
+    turns = 1
+    while len(boundaries(store)) < 5:
+        await talk(store, config, deps, 1, start=turns)
+        turns += 1
+        assert turns < 200
+    for boundary in boundaries(store):
+        assert "MARKER-ALPHA-7731" in boundary.content
+    last = provider.turn_requests[-1]
+    summary = [m for m in last.messages if getattr(m, "text", "").startswith(SUMMARY_HEADER)]
+    assert len(summary) == 1 and "MARKER-ALPHA-7731" in summary[0].text
+    assert all(not getattr(m, "text", "").startswith("Remember MARKER") for m in last.messages)
+
+
+async def test_no_compaction_request_holds_an_entry_before_the_previous_cut():
+    provider = Archivist()
+    store, config, deps = setup(provider)
+    await talk(store, config, deps, 40)
+    cuts = [b.data["first_kept_seq"] for b in boundaries(store)]
+    assert len(cuts) >= 5
+    by_text = {e.content: e.seq for e in store.entries if e.kind == "user"}
+    for index, request in enumerate(provider.summary_requests[1:], start=0):
+        previous_cut = cuts[index]
+        for message in request.messages:
+            seq = by_text.get(getattr(message, "text", None))
+            assert seq is None or seq >= previous_cut, (seq, previous_cut)
+
+
+async def test_no_request_splits_a_call_from_its_result():
+    provider = Archivist()
+    store, config, deps = setup(provider)
+    await talk(store, config, deps, 40)
+    assert any(isinstance(m, ToolResultMessage) for r in provider.requests for m in r.messages)
+    for request in provider.requests:
+        assert_pairs(request)
+    for boundary in boundaries(store):
+        kept = next(e for e in store.entries if e.seq == boundary.data["first_kept_seq"])
+        assert kept.kind in ("user", "assistant")
+
+
+async def test_the_compaction_request_extends_the_previous_turn_request():
+    provider = Archivist()
+    store, config, deps = setup(provider)
+    await talk(store, config, deps, 30)
+    assert provider.summary_requests
+    for summary_request in provider.summary_requests:
+        index = provider.requests.index(summary_request)
+        previous = provider.requests[index - 1]
+        assert summary_request.messages[: len(previous.messages)] == previous.messages
+        assert summary_request.tools == previous.tools
+        assert len(summary_request.messages) > len(previous.messages)
+
+
+async def test_a_card_with_no_window_never_compacts():
+    provider = Archivist()
+    store, config, deps = setup(provider, window=None)
+    await talk(store, config, deps, 30)
+    assert boundaries(store) == []
+    assert provider.summary_requests == []
+
+
+async def test_opting_out_never_compacts():
+    provider = Archivist()
+    store, config, deps = setup(provider, auto=False)
+    await talk(store, config, deps, 30)
+    assert boundaries(store) == []
+
+
+async def test_a_failing_summariser_does_not_stop_the_session():
+    provider = Archivist(fail_summaries=True)
+    store, config, deps = setup(provider)
+    await talk(store, config, deps, 20)
+    notices = [e for e in store.entries if e.kind == "notice"]
+    assert notices and all(n.data["code"] == "compaction_failed" for n in notices)
+    cleared = [b for b in boundaries(store) if b.data["trigger"] == "clear"]
+    assert cleared, "the fallback clears old tool outputs"
+    assert store.entries[-1].kind == "assistant", "the turns went on"
+    assert 1 < len(provider.summary_requests) <= 20, "tried again, at most once per turn"
+    last = provider.turn_requests[-1]
+    assert any("Output cleared" in getattr(m, "text", "") for m in last.messages)
+
+
+async def test_the_boundary_records_what_it_did():
+    provider = Archivist()
+    store, config, deps = setup(provider)
+    await talk(store, config, deps, 12)
+    boundary = boundaries(store)[0]
+    data = boundary.data
+    assert data["trigger"] == "auto"
+    assert data["tokens_before"] >= config.policy.trigger_tokens
+    assert data["tokens_after"] < data["tokens_before"]
+    assert data["covers"][0] == 1 and data["covers"][1] == data["first_kept_seq"] - 1
+    assert data["summariser"]["model"] == "archivist"
+    assert data["usage"]["input_tokens"] > 0
+    assert set(data["carried"]) == {"tasks", "timers", "questions", "subagents", "loaded_skills"}
+
+
+def test_the_trigger_leaves_headroom_and_compact_at_only_moves_it_earlier():
+    assert policy().trigger_tokens == 1_600
+    assert policy(compact_at=0.5).trigger_tokens == 1_000
+    assert policy(compact_at=1_200).trigger_tokens == 1_200
+    assert policy(compact_at=0.95).trigger_tokens == 1_600
+    assert policy(max_output_tokens=500).trigger_tokens == 2_000 - 500 - 200
+    assert policy(window=None).trigger_tokens is None
+    assert policy(window=None).why_not() == "the model card declares no context window"
+
+
+def test_the_cut_keeps_whole_turns_and_never_splits_a_call():
+    def e(seq, kind, tokens, **data):
+        return LogEntry(seq=seq, kind=kind, content="", tokens=tokens, data=data)
+
+    entries = [
+        e(1, "user", 100),
+        e(2, "assistant", 100, tool_calls=[{"id": "a", "name": "x", "arguments": "{}"}]),
+        e(3, "tool_result", 100, call_id="a"),
+        e(4, "assistant", 100),
+        e(5, "user", 50),
+        e(6, "assistant", 50, tool_calls=[{"id": "b", "name": "x", "arguments": "{}"}]),
+        e(7, "tool_result", 50, call_id="b"),
+        e(8, "assistant", 50),
+    ]
+    assert plan_cut(entries, 200) == 5
+    assert plan_cut(entries, 120) == 8, "a turn too big alone is cut at a step"
+    assert plan_cut(entries, 10_000) is None, "everything fits: nothing to fold"
+    assert plan_cut(entries[:1], 10) is None
