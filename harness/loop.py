@@ -231,6 +231,7 @@ async def run_tool(call: ToolCall, config: TurnConfig, deps: Deps) -> bool:
         session_id=config.session_id,
         state=await deps.store.state(config.session_id),
         now=datetime.now(UTC),
+        log=deps.store,
     )
     outcome = await tool_outcome(call, context, deps.tools)
     data = {**outcome.data, "call_id": call.id, "name": call.name, "is_error": outcome.is_error}

@@ -36,6 +36,14 @@ class TranscriptStore(Protocol):
         """The durable state as of the end of the log (newest snapshot plus what follows)."""
         ...
 
+    async def search(self, session_id: int, query: str, limit: int) -> Sequence[LogEntry]:
+        """Entries anywhere in the log whose text holds `query` (case-insensitive), newest first."""
+        ...
+
+    async def read(self, session_id: int, seq: int) -> LogEntry | None:
+        """One entry, whole, wherever it is in the log."""
+        ...
+
     async def next_turn(self, session_id: int) -> bool:
         """At a turn boundary: move queued inputs into the log and say whether to run again.
 

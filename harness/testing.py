@@ -146,6 +146,13 @@ class MemoryStore:
     async def state(self, session_id: int) -> SessionState:
         return fold(self.entries)
 
+    async def search(self, session_id: int, query: str, limit: int) -> Sequence[LogEntry]:
+        found = [e for e in reversed(self.entries) if query.lower() in e.content.lower()]
+        return found[:limit]
+
+    async def read(self, session_id: int, seq: int) -> LogEntry | None:
+        return next((e for e in self.entries if e.seq == seq), None)
+
 
 @dataclass
 class RecordingEvents:

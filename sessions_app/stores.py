@@ -11,7 +11,7 @@ from harness.state import SessionState
 from sessions_app.journal import state_load
 from sessions_app.leases import lease_renew
 from sessions_app.models import Entry
-from sessions_app.selectors import context_rows
+from sessions_app.selectors import ROW_FIELDS, Row, context_rows
 from sessions_app.services import entry_append, turn_boundary
 from sessions_app.threads import db
 
@@ -28,10 +28,26 @@ def log_entry(row: Entry) -> LogEntry:
 
 
 def context_entries_now(session_id: int) -> list[LogEntry]:
-    return [
-        LogEntry(seq=seq, kind=kind, content=content, data=data, tokens=tokens)  # type: ignore[arg-type]
-        for seq, kind, content, data, tokens in context_rows(session_id)
-    ]
+    return [row_entry(row) for row in context_rows(session_id)]
+
+
+def search_now(session_id: int, query: str, limit: int) -> list[LogEntry]:
+    rows = (
+        Entry.objects.filter(session_id=session_id, content__icontains=query)
+        .order_by("-seq")
+        .values_list(*ROW_FIELDS)[:limit]
+    )
+    return [row_entry(row) for row in rows]
+
+
+def read_now(session_id: int, seq: int) -> LogEntry | None:
+    row = Entry.objects.filter(session_id=session_id, seq=seq).values_list(*ROW_FIELDS).first()
+    return row_entry(row) if row else None
+
+
+def row_entry(row: Row) -> LogEntry:
+    seq, kind, content, data, tokens = row
+    return LogEntry(seq=seq, kind=kind, content=content, data=data, tokens=tokens)  # type: ignore[arg-type]
 
 
 class OrmTranscriptStore:
@@ -58,6 +74,12 @@ class OrmTranscriptStore:
     async def state(self, session_id: int) -> SessionState:
         state, _ = await db(state_load)(session_id)
         return state
+
+    async def search(self, session_id: int, query: str, limit: int) -> Sequence[LogEntry]:
+        return await db(search_now)(session_id, query, limit)
+
+    async def read(self, session_id: int, seq: int) -> LogEntry | None:
+        return await db(read_now)(session_id, seq)
 
     async def next_turn(self, session_id: int) -> bool:
         lease = await db(turn_boundary)(session_id, self.lease)

@@ -9,13 +9,21 @@ question for the user). The context hands a tool the state as of its call and th
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Protocol
 
-from harness.messages import ToolSpec
+from harness.messages import LogEntry, ToolSpec
 from harness.state import SessionState
+
+
+class LogReader(Protocol):
+    """Reading the whole log, both sides of every boundary (for `search_history`)."""
+
+    async def search(self, session_id: int, query: str, limit: int) -> Sequence[LogEntry]: ...
+
+    async def read(self, session_id: int, seq: int) -> LogEntry | None: ...
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -23,6 +31,7 @@ class ToolContext:
     session_id: int
     state: SessionState = field(default_factory=SessionState)
     now: datetime | None = None
+    log: LogReader | None = None
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -248,3 +248,18 @@ def test_the_cut_keeps_whole_turns_and_never_splits_a_call():
     assert plan_cut(entries, 120) == 8, "a turn too big alone is cut at a step"
     assert plan_cut(entries, 10_000) is None, "everything fits: nothing to fold"
     assert plan_cut(entries[:1], 10) is None
+
+
+def test_a_long_tool_output_is_a_preview_with_the_seq_to_read():
+    from harness.context import assemble
+
+    call = {"id": "c1", "name": "x", "arguments": "{}"}
+    entries = [
+        LogEntry(seq=1, kind="user", content="go"),
+        LogEntry(seq=2, kind="assistant", content="", data={"tool_calls": [call]}),
+        LogEntry(seq=3, kind="tool_result", content="A" * 50 + "B" * 50, data={"call_id": "c1"}),
+    ]
+    context = assemble(system_prompt="", tools=[], entries=entries, preview_chars=50)
+    text = context.messages[-1].text
+    assert text.startswith("A" * 50) and "B" not in text.split("\n")[0]
+    assert "50 more characters" in text and 'read_entry {"seq": 3}' in text

@@ -184,6 +184,8 @@ def test_the_model_keeps_a_task_list_through_todo_write(api_for, session, script
         "set_timer",
         "cancel_timer",
         "ask_user",
+        "search_history",
+        "read_entry",
     ]
 
 

@@ -77,3 +77,27 @@ def test_compact_with_nothing_to_fold_says_so(api_for, session, scripted):
 def test_compact_on_another_teams_session_is_404(api_for, session):
     assert api_for("charlie").post(f"/sessions/{session.pk}/compact", {}).status_code == 404
     assert not Entry.objects.filter(session=session).exists()
+
+
+def test_search_and_read_reach_behind_the_boundary(api_for, session, scripted):
+    api = api_for("alice")
+    say(api, session, "The secret build id is BX-4471. " + "padding " * 400)
+    for n in range(3):
+        say(api, session, f"Step {n}: " + "more words " * 200)
+    scripted.steps = [reply("Summary without the id.")]
+    say(api, session, "/compact")
+    cut = Entry.objects.get(session=session, kind="boundary").data["first_kept_seq"]
+    scripted.steps = [
+        reply("", ("s1", "search_history", json.dumps({"query": "bx-4471"}))),
+        reply("", ("r1", "read_entry", json.dumps({"seq": 1}))),
+        reply("", ("r2", "read_entry", json.dumps({"seq": 99999}))),
+        reply("Found it."),
+    ]
+    say(api, session, "what was the build id?")
+    results = list(Entry.objects.filter(session=session, kind="tool_result").order_by("seq"))
+    found, read, missing = results[-3:]
+    assert "seq 1 (user): The secret build id is BX-4471." in found.content
+    assert 1 < cut
+    assert read.content.startswith("Entry 1 (user), characters 0–")
+    assert "BX-4471" in read.content and read.data["is_error"] is False
+    assert missing.data["is_error"] is True and "no entry 99999" in missing.content
