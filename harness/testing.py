@@ -8,6 +8,7 @@ receives, so a test can assert exactly what the model was sent. `MemoryStore` im
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -22,6 +23,7 @@ from harness.messages import (
     TextDelta,
     ToolCall,
     Usage,
+    UserMessage,
 )
 from harness.providers.base import Capabilities, ProviderError
 from harness.state import SessionState, fold
@@ -170,3 +172,52 @@ class RecordingEvents:
 
     async def stream_end(self, session_id: int) -> None:
         self.streaming = False
+
+
+class Archivist:
+    """A model for compaction tests and benches: long replies (a `todo_write` call when the
+    input says "tool please"), and for a compaction request a summary that keeps every line
+    word of its input holding "MARKER". It reports usage as `prompt_size` of each request."""
+
+    def __init__(self, *, fail_summaries: bool = False) -> None:
+        self.capabilities = Capabilities(tools=True, streaming_usage=True)
+        self.requests: list[ModelRequest] = []
+        self.turn_requests: list[ModelRequest] = []
+        self.summary_requests: list[ModelRequest] = []
+        self.fail_summaries = fail_summaries
+        self.calls = 0
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
+        self.requests.append(request)
+        last = request.messages[-1]
+        usage = Usage(input_tokens=prompt_size(request), output_tokens=50)
+        if isinstance(last, UserMessage) and last.text.startswith("[Compaction]"):
+            self.summary_requests.append(request)
+            if self.fail_summaries:
+                raise ProviderError("quota exceeded", code="rate_limited")
+            yield ResponseDone(response=ModelResponse(text=self.summary(request), usage=usage))
+            return
+        self.turn_requests.append(request)
+        self.calls += 1
+        if isinstance(last, UserMessage) and "tool please" in last.text:
+            call = ToolCall(
+                id=f"call{self.calls}",
+                name="todo_write",
+                arguments=json.dumps({"tasks": [{"text": "keep going", "status": "pending"}]}),
+            )
+            yield ResponseDone(response=ModelResponse(text="", tool_calls=(call,), usage=usage))
+            return
+        text = f"Reply {self.calls}. " + "lorem ipsum dolor sit amet " * 25
+        yield TextDelta(text=text)
+        yield ResponseDone(response=ModelResponse(text=text, usage=usage))
+
+    @staticmethod
+    def summary(request: ModelRequest) -> str:
+        """Every MARKER word it was sent, once, within the request's output cap."""
+        words: list[str] = []
+        for message in request.messages[:-1]:
+            for word in getattr(message, "text", "").split():
+                if "MARKER" in word and word not in words:
+                    words.append(word)
+        text = "Kept: " + " ".join(words) if words else "Nothing to keep."
+        return text[: (request.max_output_tokens or 10**6) * 4]

@@ -1,15 +1,11 @@
 """Compaction through the real turn loop, with a model that summarises mechanically.
 
-`Archivist` answers turns with long replies (and now and then a todo_write call) and, for a
-compaction request, writes a summary that keeps every line holding a MARKER from the
-messages it was sent: so a marker only survives if each summary request really holds the
-previous summary and the span before the cut.
+`Archivist` (harness.testing) keeps every line holding a MARKER in its summaries, so a
+marker only survives if each summary request really holds the previous summary and the
+span before the cut.
 """
 
 from __future__ import annotations
-
-import json
-from collections.abc import AsyncIterator
 
 from harness.compaction import Policy, plan_cut
 from harness.context import SUMMARY_HEADER
@@ -18,63 +14,12 @@ from harness.messages import (
     AssistantMessage,
     LogEntry,
     ModelRequest,
-    ModelResponse,
-    ResponseDone,
-    StreamEvent,
-    TextDelta,
-    ToolCall,
     ToolResultMessage,
-    Usage,
-    UserMessage,
 )
-from harness.providers.base import Capabilities, ProviderError
-from harness.testing import MemoryStore, RecordingEvents, prompt_size
+from harness.testing import Archivist, MemoryStore, RecordingEvents
 from harness.tools import builtin_tools
 
 WINDOW = 2_000
-
-
-class Archivist:
-    def __init__(self, *, fail_summaries: bool = False) -> None:
-        self.capabilities = Capabilities(tools=True, streaming_usage=True)
-        self.requests: list[ModelRequest] = []
-        self.turn_requests: list[ModelRequest] = []
-        self.summary_requests: list[ModelRequest] = []
-        self.fail_summaries = fail_summaries
-        self.calls = 0
-
-    async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
-        self.requests.append(request)
-        last = request.messages[-1]
-        usage = Usage(input_tokens=prompt_size(request), output_tokens=50)
-        if isinstance(last, UserMessage) and last.text.startswith("[Compaction]"):
-            self.summary_requests.append(request)
-            if self.fail_summaries:
-                raise ProviderError("quota exceeded", code="rate_limited")
-            yield ResponseDone(response=ModelResponse(text=self.summary(request), usage=usage))
-            return
-        self.turn_requests.append(request)
-        self.calls += 1
-        if isinstance(last, UserMessage) and "tool please" in last.text:
-            call = ToolCall(
-                id=f"call{self.calls}",
-                name="todo_write",
-                arguments=json.dumps({"tasks": [{"text": "keep going", "status": "pending"}]}),
-            )
-            yield ResponseDone(response=ModelResponse(text="", tool_calls=(call,), usage=usage))
-            return
-        text = f"Reply {self.calls}. " + "lorem ipsum dolor sit amet " * 25
-        yield TextDelta(text=text)
-        yield ResponseDone(response=ModelResponse(text=text, usage=usage))
-
-    @staticmethod
-    def summary(request: ModelRequest) -> str:
-        lines: list[str] = []
-        for message in request.messages[:-1]:
-            for line in getattr(message, "text", "").splitlines():
-                if "MARKER" in line and line not in lines:
-                    lines.append(line)
-        return "\n".join(lines) or "Nothing to keep."
 
 
 def policy(**overrides) -> Policy:
