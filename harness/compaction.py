@@ -165,23 +165,64 @@ ANCHOR_PREVIOUS = (
 ANCHOR_FIRST = "There is no summary yet: summarise everything up to that message."
 
 
+FORK_INSTRUCTION = """\
+[Compaction] This whole conversation is about to be replaced by a summary: a new session
+starts from it alone. Write that summary.
+{anchor_rule}
+- Keep exact file paths, identifiers, names, numbers, commands, URLs and error messages.
+- Keep the user's own instructions and preferences word for word, in quotes.
+- Say what was decided and why, what was done, what failed and why, and what is still open.
+- Do not repeat the task list, timers or pending questions: they are carried separately.
+- Do not call tools. Reply with the summary only, in markdown, at most {budget} tokens.\
+"""
+
+HANDOFF_INSTRUCTION = """\
+[Handoff] Write a handoff document for a colleague who continues this work in a new session
+and will not see this conversation. Use these sections: Goal; Decisions (with the reasons);
+Progress (done, and how it was checked); Next steps (in order); Pitfalls (what failed or
+misled, and what to avoid). Keep exact file paths, identifiers, numbers, commands and the
+user's own instructions word for word. Do not call tools. Reply with the document only, in
+markdown, at most {budget} tokens.\
+"""
+
+
 def summary_request(
     context: Context,
     *,
-    anchor: str,
+    anchor: str | None,
     has_previous: bool,
     budget: int,
     instructions: str | None,
     max_output_tokens: int | None,
 ) -> ModelRequest:
-    """The current context, unchanged, plus one instruction at the end."""
-    text = SUMMARY_INSTRUCTION.format(
-        anchor=" ".join(anchor.split())[:160] or "(the end of the conversation)",
-        anchor_rule=ANCHOR_PREVIOUS if has_previous else ANCHOR_FIRST,
-        budget=budget,
-    )
+    """The current context, unchanged, plus one instruction at the end.
+
+    `anchor` is the start of the first entry kept verbatim; None summarises everything (a
+    fork).
+    """
+    rule = ANCHOR_PREVIOUS if has_previous else ANCHOR_FIRST
+    if anchor is None:
+        text = FORK_INSTRUCTION.format(
+            anchor_rule=rule.replace(", up to that message", ""), budget=budget
+        )
+    else:
+        text = SUMMARY_INSTRUCTION.format(
+            anchor=" ".join(anchor.split())[:160], anchor_rule=rule, budget=budget
+        )
     if instructions:
         text += f"\nThe user asks of this summary: {instructions}"
+    return instruction_request(context, text, budget, max_output_tokens)
+
+
+def handoff_request(context: Context, budget: int, max_output_tokens: int | None) -> ModelRequest:
+    return instruction_request(
+        context, HANDOFF_INSTRUCTION.format(budget=budget), budget, max_output_tokens
+    )
+
+
+def instruction_request(
+    context: Context, text: str, budget: int, max_output_tokens: int | None
+) -> ModelRequest:
     limit = min(budget, max_output_tokens) if max_output_tokens else budget
     return ModelRequest(
         messages=(*context.messages, UserMessage(text=text)),

@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
-from harness.compaction import Policy, clear_point, plan_cut, summary_request
+from harness.compaction import Policy, clear_point, handoff_request, plan_cut, summary_request
 from harness.context import Context, assemble, latest_boundary, message_text
-from harness.messages import LogEntry
-from harness.providers.base import ProviderError, complete
+from harness.messages import LogEntry, ModelRequest, Usage
+from harness.providers.base import Provider, ProviderError, complete
 from harness.state import durable
 
 if TYPE_CHECKING:
@@ -68,11 +69,8 @@ async def compact(
         instructions=instructions,
         max_output_tokens=config.max_output_tokens,
     )
-    started = time.monotonic()
     try:
-        response = await complete(deps.provider, request)
-        if not response.text.strip():
-            raise ProviderError("the summariser returned no text", code="server_error")
+        written = await summarise(deps.provider, request)
     except ProviderError as error:
         await say(
             config,
@@ -94,18 +92,63 @@ async def compact(
         "tokens_before": tokens_before,
         "covers": [visible[0].seq, cut - 1],
         "previous_boundary": boundary.seq if boundary else None,
-        "usage": response.usage.as_dict() if response.usage else None,
-        "summariser": {
-            "model": config.model,
-            "duration_ms": round((time.monotonic() - started) * 1000),
-            "cache_read_tokens": response.usage.cached_tokens if response.usage else None,
-            "cache_write_tokens": None,
-        },
+        **written.accounting(config.model),
     }
-    summary = response.text.strip()
+    summary = written.text
     data["tokens_after"] = tokens_after(config, context, entries, summary, data)
     await deps.store.append(config.session_id, kind="boundary", content=summary, data=data)
     return "compacted"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Written:
+    """What a summariser (or handoff) call wrote, with its cost."""
+
+    text: str
+    usage: Usage | None
+    duration_ms: int
+
+    def accounting(self, model: str) -> dict[str, Any]:
+        return {
+            "usage": self.usage.as_dict() if self.usage else None,
+            "summariser": {
+                "model": model,
+                "duration_ms": self.duration_ms,
+                "cache_read_tokens": self.usage.cached_tokens if self.usage else None,
+                "cache_write_tokens": None,
+            },
+        }
+
+
+async def summarise(provider: Provider, request: ModelRequest) -> Written:
+    """One summary call, not streamed; an empty reply is a failure."""
+    started = time.monotonic()
+    response = await complete(provider, request)
+    if not response.text.strip():
+        raise ProviderError("the summariser returned no text", code="server_error")
+    elapsed = round((time.monotonic() - started) * 1000)
+    return Written(text=response.text.strip(), usage=response.usage, duration_ms=elapsed)
+
+
+async def handoff(config: TurnConfig, deps: Deps) -> None:
+    """`/handoff`: the agent writes the document; it is kept as a `handoff` notice, for a
+    person to edit and start a new session from. It never enters the model's context."""
+    from harness.loop import build_context
+
+    context, _ = await build_context(config, deps)
+    policy = policy_of(config, context)
+    request = handoff_request(context, max(policy.summary_budget, 400), config.max_output_tokens)
+    try:
+        written = await summarise(deps.provider, request)
+    except ProviderError as error:
+        await say(config, deps, "handoff_failed", f"The handoff could not be written ({error}).")
+        return
+    await deps.store.append(
+        config.session_id,
+        kind="notice",
+        content=written.text,
+        data={"code": "handoff", **written.accounting(config.model)},
+    )
 
 
 NOTHING_TO_FOLD = "Nothing to compact yet: everything in context is recent history."

@@ -20,7 +20,7 @@ from datetime import UTC, datetime
 from typing import Any, Literal
 
 from harness.compaction import Policy, next_prompt_tokens
-from harness.compactor import compact
+from harness.compactor import compact, handoff
 from harness.context import Context, assemble, entry_message
 from harness.messages import (
     LogEntry,
@@ -77,6 +77,11 @@ async def drive(config: TurnConfig, deps: Deps) -> None:
 async def run_turn(config: TurnConfig, deps: Deps) -> TurnEnd:
     flags = TurnFlags()
     state = await deps.store.state(config.session_id)
+    if state.pending_handoff is not None:
+        await handoff(config, deps)
+        _, entries = await build_context(config, deps)
+        if not owes_reply(entries) and state.pending_compact is None:
+            return "compacted"
     if state.pending_compact is not None:
         context, entries = await build_context(config, deps)
         await compact(

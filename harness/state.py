@@ -59,6 +59,7 @@ class SessionState:
     last_prompt_tokens: int | None = None
     open_calls: Mapping[str, tuple[str, str]] = field(default_factory=dict)
     pending_compact: Mapping[str, Any] | None = None
+    pending_handoff: int | None = None
     seq: int = 0
 
     def timer(self, timer_id: str) -> Timer | None:
@@ -69,6 +70,7 @@ class SessionState:
 
 
 COMPACT_SETTLED = ("nothing_to_fold", "compaction_failed")
+HANDOFF_SETTLED = ("handoff", "handoff_failed")
 Applier = Callable[[SessionState, Mapping[str, Any], Mapping[str, Any]], SessionState]
 
 
@@ -131,10 +133,14 @@ def step(state: SessionState, entry: LogEntry) -> SessionState:
         case "command" if entry.data.get("name") == "compact":
             pending = {"seq": entry.seq, "instructions": entry.data.get("instructions")}
             return replace(state, pending_compact=pending)
+        case "command" if entry.data.get("name") == "handoff":
+            return replace(state, pending_handoff=entry.seq)
         case "boundary":
             return boundary_step(state, entry)
         case "notice" if entry.data.get("code") in COMPACT_SETTLED:
             return replace(state, pending_compact=None)
+        case "notice" if entry.data.get("code") in HANDOFF_SETTLED:
+            return replace(state, pending_handoff=None)
         case _:
             return state
 
@@ -144,9 +150,9 @@ def changes_state(entry: LogEntry) -> bool:
     if entry.kind == "tool_result":
         return str(entry.data.get("name", "")) in APPLIERS and not entry.data.get("is_error")
     if entry.kind == "notice":
-        return entry.data.get("code") in COMPACT_SETTLED
+        return entry.data.get("code") in (*COMPACT_SETTLED, *HANDOFF_SETTLED)
     return entry.kind in ("timer", "answer", "boundary") or (
-        entry.kind == "command" and entry.data.get("name") == "compact"
+        entry.kind == "command" and entry.data.get("name") in ("compact", "handoff")
     )
 
 
@@ -244,15 +250,23 @@ def serialise(state: SessionState) -> dict[str, Any]:
         "last_prompt_tokens": state.last_prompt_tokens,
         "open_calls": {k: list(v) for k, v in state.open_calls.items()},
         "pending_compact": dict(state.pending_compact) if state.pending_compact else None,
+        "pending_handoff": state.pending_handoff,
     }
 
 
 def upgrade_1_to_2(raw: dict[str, Any]) -> dict[str, Any]:
-    """Version 2 types timers and questions and adds the pending `/compact`.
+    """Version 2 types timers and questions and adds the pending `/compact` and `/handoff`.
 
     Version 1 never held a timer or a question (no tool could arm or ask one yet).
     """
-    return {**raw, "version": 2, "timers": [], "questions": [], "pending_compact": None}
+    return {
+        **raw,
+        "version": 2,
+        "timers": [],
+        "questions": [],
+        "pending_compact": None,
+        "pending_handoff": None,
+    }
 
 
 UPGRADES: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {1: upgrade_1_to_2}
@@ -271,4 +285,5 @@ def deserialise(data: Mapping[str, Any]) -> SessionState:
         last_prompt_tokens=raw["last_prompt_tokens"],
         open_calls={k: (v[0], v[1]) for k, v in raw["open_calls"].items()},
         pending_compact=dict(pending) if pending else None,
+        pending_handoff=raw["pending_handoff"],
     )

@@ -13,7 +13,7 @@ from ninja.errors import HttpError
 from harness.context import assemble
 from harness.state import prompt_tokens
 from horsie_site import wiring
-from sessions_app import selectors, services
+from sessions_app import branching, selectors, services
 from sessions_app.journal import state_json, state_load
 from sessions_app.models import AgentPreset, ModelCard, Session
 from sessions_app.schemas import (
@@ -22,6 +22,7 @@ from sessions_app.schemas import (
     ContextOut,
     Detail,
     EntriesOut,
+    ForkIn,
     MessageIn,
     ModelCardIn,
     ModelCardOut,
@@ -29,9 +30,11 @@ from sessions_app.schemas import (
     PresetIn,
     PresetOut,
     PresetPatch,
+    RewindIn,
     SessionIn,
     SessionPatch,
     StateOut,
+    SummaryEditIn,
     context_meter,
     entry_out,
     session_out,
@@ -234,6 +237,8 @@ def message_post(
     except services.InvalidInput as error:
         raise HttpError(400, str(error)) from None
     body: dict[str, Any] = {"seq": posted.seq, "queued": posted.queued}
+    if posted.session is not None:
+        return Status(202, {**body, "session": posted.session})
     if wait is None:
         return Status(202, body)
     status = async_to_sync(wait_settled)(session.pk, wait)
@@ -252,6 +257,66 @@ def compact_post(request: HttpRequest, session_id: int, payload: CompactIn) -> A
     except services.InputTooLarge as error:
         raise HttpError(413, str(error)) from None
     return Status(202, {"seq": posted.seq, "queued": posted.queued})
+
+
+@router.post("/sessions/{session_id}/fork", response={201: dict, **ERRORS}, tags=["sessions"])
+def fork_post(
+    request: HttpRequest,
+    session_id: int,
+    payload: ForkIn | None = None,
+    wait: float | None = Query(None, ge=0, le=300),
+) -> Any:
+    """A new session from a summary of this one (`/summary-n-fork`), which stays as it was.
+
+    With `document` (an edited `/handoff`), the new session starts from that text instead.
+    """
+    parent = selectors.access_session(request.user, session_id)
+    document = payload.document if payload else None
+    try:
+        child = branching.session_fork(parent=parent, user=request.user, document=document)
+    except services.InputTooLarge as error:
+        raise HttpError(413, str(error)) from None
+    except services.InvalidInput as error:
+        raise HttpError(400, str(error)) from None
+    if wait:
+        async_to_sync(wait_settled)(child.pk, wait)
+        child.refresh_from_db()
+    return Status(201, session_json(child))
+
+
+@router.post("/sessions/{session_id}/rewind", response={201: dict, **ERRORS}, tags=["sessions"])
+def rewind_post(request: HttpRequest, session_id: int, payload: RewindIn) -> Any:
+    """A new session holding this one's model-visible history up to `seq`."""
+    parent = selectors.access_session(request.user, session_id)
+    try:
+        child = branching.session_rewind(
+            parent=parent, user=request.user, seq=payload.seq, text=payload.text
+        )
+    except services.InputTooLarge as error:
+        raise HttpError(413, str(error)) from None
+    except services.InvalidInput as error:
+        raise HttpError(400, str(error)) from None
+    return Status(201, session_json(child))
+
+
+@router.post("/sessions/{session_id}/summary", response={201: dict, **ERRORS}, tags=["sessions"])
+def summary_post(request: HttpRequest, session_id: int, payload: SummaryEditIn) -> Any:
+    """Edit the latest summary: appended as a new boundary (trigger `edit`, same cut)."""
+    session = selectors.access_session(request.user, session_id)
+    try:
+        entry = branching.summary_edit(
+            session=session,
+            user=request.user,
+            boundary_seq=payload.boundary,
+            summary=payload.summary,
+        )
+    except services.InputTooLarge as error:
+        raise HttpError(413, str(error)) from None
+    except services.InvalidInput as error:
+        raise HttpError(400, str(error)) from None
+    except branching.NotLatest as error:
+        raise HttpError(409, str(error)) from None
+    return Status(201, entry_out(entry, selectors.cut_seq(session.pk)))
 
 
 @router.get(

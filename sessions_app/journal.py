@@ -25,21 +25,18 @@ def snapshot_every() -> int:
     return int(settings.HORSIE["SNAPSHOT_EVERY"])
 
 
-def state_load(session_id: int) -> tuple[SessionState, int | None]:
-    """The state at the end of the log, and the seq of the snapshot it started from."""
-    snapshot = (
-        Snapshot.objects.filter(session_id=session_id)
-        .order_by("-seq")
-        .values_list("seq", "data")
-        .first()
-    )
+def state_load(session_id: int, upto: int | None = None) -> tuple[SessionState, int | None]:
+    """The state at the end of the log (or at `upto`), and the seq of the snapshot it
+    started from."""
+    snapshots = Snapshot.objects.filter(session_id=session_id)
+    entries_after = Entry.objects.filter(session_id=session_id)
+    if upto is not None:
+        snapshots = snapshots.filter(seq__lte=upto)
+        entries_after = entries_after.filter(seq__lte=upto)
+    snapshot = snapshots.order_by("-seq").values_list("seq", "data").first()
     base = deserialise(snapshot[1]) if snapshot else None
     after = snapshot[0] if snapshot else 0
-    rows = (
-        Entry.objects.filter(session_id=session_id, seq__gt=after)
-        .order_by("seq")
-        .values_list("seq", "kind", "data")
-    )
+    rows = entries_after.filter(seq__gt=after).order_by("seq").values_list("seq", "kind", "data")
     entries = (LogEntry(seq=seq, kind=kind, data=data) for seq, kind, data in rows.iterator())
     return fold(entries, base), (snapshot[0] if snapshot else None)
 
@@ -49,6 +46,7 @@ def state_json(state: SessionState, snapshot_seq: int | None) -> dict[str, Any]:
     return {
         **durable(state),
         "pending_compact": dict(state.pending_compact) if state.pending_compact else None,
+        "pending_handoff": state.pending_handoff,
         "seq": state.seq,
         "snapshot_seq": snapshot_seq,
     }

@@ -87,6 +87,8 @@ class Session(Selections):
     title = models.CharField(max_length=200, blank=True)
     kind = models.CharField(max_length=10, choices=KINDS, default="main")
     parent = models.ForeignKey("self", on_delete=models.PROTECT, null=True, blank=True)
+    # A fork or rewind starts from the parent's log as it was at this seq.
+    parent_seq = models.PositiveBigIntegerField(null=True, blank=True)
     preset = models.ForeignKey(AgentPreset, on_delete=models.SET_NULL, null=True, blank=True)
     model = models.ForeignKey(ModelCard, on_delete=models.PROTECT, related_name="sessions")
     system_prompt = models.TextField(blank=True)

@@ -119,6 +119,20 @@ class MessageIn(Schema):
     text: str
 
 
+class ForkIn(Schema):
+    document: str | None = Field(default=None, max_length=200_000)
+
+
+class RewindIn(Schema):
+    seq: int = Field(ge=1)
+    text: str | None = None
+
+
+class SummaryEditIn(Schema):
+    boundary: int = Field(ge=1)
+    summary: str = Field(max_length=200_000)
+
+
 class CompactIn(Schema):
     instructions: str | None = Field(default=None, max_length=10_000)
 
@@ -159,6 +173,7 @@ def session_out(session: Session, context: dict[str, int | None]) -> dict[str, A
         "title": session.title,
         "kind": session.kind,
         "parent": session.parent_id,
+        "parent_seq": session.parent_seq,
         "model": session.model_id,
         "preset": session.preset_id,
         "team": session.team.name,
@@ -216,5 +231,6 @@ class StateOut(Schema):
     subagents: list[Any]
     loaded_skills: list[Any]
     pending_compact: dict[str, Any] | None
+    pending_handoff: int | None
     seq: int
     snapshot_seq: int | None

@@ -94,22 +94,20 @@ Row = tuple[int, str, str, dict[str, Any], int | None]
 ROW_FIELDS = ("seq", "kind", "content", "data", "tokens")
 
 
-def context_rows(session_id: int) -> list[Row]:
+def context_rows(session_id: int, upto: int | None = None) -> list[Row]:
     """What context assembly needs: the latest boundary, then the model-visible entries
-    from its cut on. Two indexed queries, however long the log: this runs before every
-    model call. Plain tuples, no author join.
+    from its cut on (the log as it was at `upto`, when given). Two indexed queries, however
+    long the log: this runs before every model call. Plain tuples, no author join.
     """
+    log = Entry.objects.filter(session_id=session_id)
+    if upto is not None:
+        log = log.filter(seq__lte=upto)
     boundary: Row | None = (
-        Entry.objects.filter(session_id=session_id, kind="boundary")
-        .order_by("-seq")
-        .values_list(*ROW_FIELDS)
-        .first()
+        log.filter(kind="boundary").order_by("-seq").values_list(*ROW_FIELDS).first()
     )
     cut = int(boundary[3].get("first_kept_seq", 1)) if boundary else 1
     rows: list[Row] = list(
-        Entry.objects.filter(session_id=session_id, seq__gte=cut, kind__in=MODEL_VISIBLE)
-        .order_by("seq")
-        .values_list(*ROW_FIELDS)
+        log.filter(seq__gte=cut, kind__in=MODEL_VISIBLE).order_by("seq").values_list(*ROW_FIELDS)
     )
     if boundary is None:
         return rows

@@ -38,7 +38,9 @@ SELECTION_FIELDS = (
 HELP = (
     "Slash commands: /help shows this list. /compact [instructions] folds older history into "
     "the summary at the next turn boundary (the instructions say what the summary must keep). "
-    "/summary-n-fork, /handoff and /rewind are coming."
+    "/summary-n-fork starts a new session from a summary of this one, which stays as it is. "
+    "/handoff has the agent write a handoff document you can edit and start a new session "
+    "from. /rewind SEQ [message] starts a new session from this one's history up to entry SEQ."
 )
 
 
@@ -73,6 +75,7 @@ class Posted:
     seq: int | None
     queued: bool
     lease: str | None = None
+    session: int | None = None  # the new session a /summary-n-fork or /rewind made
 
 
 def entry_append(
@@ -156,10 +159,34 @@ def input_check(text: str) -> None:
 
 
 def message_post(*, session: Session, user: Any, text: str) -> Posted:
-    """Store the input, then take the turn if nobody holds it; else it waits its turn."""
+    """Store the input, then take the turn if nobody holds it; else it waits its turn.
+
+    `/summary-n-fork` and `/rewind SEQ [text]` make a new session and leave this one
+    exactly as it was: they are not stored here.
+    """
     input_check(text)
+    branched = branch_command(session, user, text)
+    if branched is not None:
+        return Posted(seq=None, queued=False, session=branched)
     queued = QueuedInput.objects.create(session=session, text=text, author=user)
     return turn_start(session.pk, queued.pk)
+
+
+def branch_command(session: Session, user: Any, text: str) -> int | None:
+    from sessions_app import branching
+
+    name = command_name(text) if text.startswith("/") else ""
+    if name == "summary-n-fork":
+        return branching.session_fork(parent=session, user=user).pk
+    if name == "rewind":
+        seq, _, rest = command_args(text).partition(" ")
+        if not seq.isdigit():
+            raise InvalidInput("Usage: /rewind SEQ [a new message]")
+        child = branching.session_rewind(
+            parent=session, user=user, seq=int(seq), text=rest.strip() or None
+        )
+        return child.pk
+    return None
 
 
 def answer_post(*, session: Session, user: Any, question: str, text: str) -> Posted:
@@ -282,8 +309,8 @@ def input_append(session_id: int, row: QueuedInput) -> tuple[Entry, bool]:
     entry = entry_append(
         session_id=session_id, kind="command", content=row.text, author=row.author, data=data
     )
-    if name == "compact":
-        return entry, True  # the runner compacts at the start of its turn
+    if name in ("compact", "handoff"):
+        return entry, True  # the runner does it at the start of its turn
     command_run(session_id, name)
     return entry, False
 

@@ -27,8 +27,8 @@ def log_entry(row: Entry) -> LogEntry:
     )
 
 
-def context_entries_now(session_id: int) -> list[LogEntry]:
-    return [row_entry(row) for row in context_rows(session_id)]
+def context_entries_now(session_id: int, upto: int | None = None) -> list[LogEntry]:
+    return [row_entry(row) for row in context_rows(session_id, upto)]
 
 
 def search_now(session_id: int, query: str, limit: int) -> list[LogEntry]:
