@@ -67,7 +67,7 @@ def test_a_fork_is_one_boundary_and_leaves_the_original_byte_for_byte(api_for, s
     say(api, fork["id"], "go on")
     sent = scripted.requests[-1].messages
     assert "Summary: migrating /srv/db" in sent[1].text
-    assert not any("keep a backup." == getattr(m, "text", "") for m in sent)
+    assert not any(getattr(m, "text", "") == "keep a backup." for m in sent)
     assert snapshot(session.pk) == before
 
 
