@@ -16,7 +16,8 @@ from harness.messages import (
     ModelRequest,
     ToolResultMessage,
 )
-from harness.testing import Archivist, MemoryStore, RecordingEvents
+from harness.providers.base import ProviderError
+from harness.testing import Archivist, MemoryStore, RecordingEvents, prompt_size
 from harness.tools import builtin_tools
 
 WINDOW = 2_000
@@ -208,3 +209,40 @@ def test_a_long_tool_output_is_a_preview_with_the_seq_to_read():
     text = context.messages[-1].text
     assert text.startswith("A" * 50) and "B" not in text.split("\n")[0]
     assert "50 more characters" in text and 'read_entry {"seq": 3}' in text
+
+
+class Overflowing(Archivist):
+    """Says "context length exceeded" once the prompt passes `limit` tokens."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__()
+        self.limit = limit
+        self.refused = 0
+
+    async def stream(self, request):
+        is_summary = getattr(request.messages[-1], "text", "").startswith("[Compaction]")
+        if not is_summary and prompt_size(request) > self.limit:
+            self.refused += 1
+            raise ProviderError("maximum context length exceeded", code="context_length_exceeded")
+        async for event in super().stream(request):
+            yield event
+
+
+async def test_an_overflow_compacts_at_once_and_retries_the_call():
+    provider = Overflowing(limit=1_000)
+    store, config, deps = setup(provider, compact_at=0.95)  # the trigger is never reached
+    await talk(store, config, deps, 12)
+    assert provider.refused >= 1
+    assert boundaries(store), "the overflow compacted"
+    assert boundaries(store)[0].data["reason"] == "overflow"
+    assert [e.kind for e in store.entries].count("notice") == 0, "every retry worked"
+    assert store.entries[-1].kind == "assistant"
+
+
+async def test_an_overflow_without_a_window_tells_the_user_what_to_do():
+    provider = Overflowing(limit=1_000)
+    store, config, deps = setup(provider, window=None)
+    await talk(store, config, deps, 8)
+    codes = [e.data["code"] for e in store.entries if e.kind == "notice"]
+    assert "context_overflow" in codes
+    assert boundaries(store) == []
