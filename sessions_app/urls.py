@@ -10,6 +10,7 @@ urlpatterns = [
     path("sessions/new/", views.session_new, name="new"),
     path("sessions/<int:session_id>/", views.session_detail, name="detail"),
     path("sessions/<int:session_id>/send/", views.message_send, name="send"),
+    path("sessions/<int:session_id>/answer/", views.answer_send, name="answer"),
     path("sessions/<int:session_id>/meter/", views.context_meter, name="meter"),
     path("sessions/<int:session_id>/entries/", views.entries_earlier, name="entries"),
     path("sessions/<int:session_id>/entries/<int:seq>/", views.entry_detail, name="entry"),

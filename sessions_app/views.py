@@ -5,6 +5,11 @@ session's websocket (static/horsie-session.js), so the page and the API's live e
 disagree. Sending answers with no entry: the sender's own message arrives like everyone
 else's, as a live event. Live entries that need markdown are fetched from `entry_detail`,
 so rendering and sanitising markdown stays in one place, on the server.
+
+The state panel (tasks, armed timers, pending questions) follows the same rule: rendered
+from `state_json` on load, then replaced by the socket's `state` events. Answering a question
+stores the answer and returns only an error (or nothing); the question leaves the panel, for
+every watcher at once, when the state event that settles it arrives.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ from django_htmx.http import trigger_client_event
 from sessions_app import services
 from sessions_app.api import session_json
 from sessions_app.forms import SessionForm
+from sessions_app.journal import state_json, state_load
 from sessions_app.models import Session
 from sessions_app.schemas import entry_out
 from sessions_app.selectors import access_session, cut_seq, entries_page, sessions_visible
@@ -30,7 +36,15 @@ LIST_LIMIT = 100
 DETAIL = "sessions_app/detail.html"
 # Kinds the browser renders itself from a <template>, with textContent; the rest (markdown)
 # are fetched from the server already rendered.
-CLIENT_KINDS = ("user", "command", "notice", "tool_result")
+CLIENT_KINDS = ("user", "command", "answer", "notice", "tool_result")
+# Blank state items, rendered into <template>s the browser fills from `state` events. A blank
+# question has one blank option: the browser clones that button once per option.
+BLANK_STATE = {
+    "task": {"text": "", "status": "pending"},
+    "timer": {"id": "", "message": "", "seconds": 0, "due_at": ""},
+    "question": {"id": "", "question": "", "options": [""]},
+}
+NOT_PENDING = "This question is no longer waiting for an answer (someone may have answered it)."
 
 
 @login_required
@@ -78,6 +92,8 @@ def detail_context(session: Session, **extra: Any) -> dict[str, Any]:
         "has_more": has_more,
         "last_seq": entries[-1]["seq"] if entries else 0,
         "blanks": [blank_entry(kind) for kind in CLIENT_KINDS],
+        "state": state_json(*state_load(session.pk)),
+        "blank_state": BLANK_STATE,
         **extra,
     }
 
@@ -158,4 +174,35 @@ def send_refused(
             request, f"{DETAIL}#composer-error", {"error": error}, status=status
         )
     context = detail_context(session, error=error, draft=text)
+    return TemplateResponse(request, DETAIL, context, status=status)
+
+
+@login_required
+@require_POST
+def answer_send(request: HttpRequest, session_id: int) -> HttpResponse:
+    """Answer a pending question; it leaves every watcher's panel with the next state event."""
+    session = access_session(request.user, session_id)
+    question = request.POST.get("question", "")
+    text = request.POST.get("text", "").replace("\r\n", "\n")
+    try:
+        services.answer_post(session=session, user=request.user, question=question, text=text)
+    except services.InputTooLarge as error:
+        return answer_refused(request, session, question, str(error), status=413)
+    except services.InvalidInput as error:
+        return answer_refused(request, session, question, str(error), status=400)
+    except services.NotPending:
+        return answer_refused(request, session, question, NOT_PENDING, status=409)
+    if not request.htmx:  # type: ignore[attr-defined]
+        return redirect("sessions:detail", session.pk)
+    return TemplateResponse(request, f"{DETAIL}#answer-error", {"answer_error": None})
+
+
+def answer_refused(
+    request: HttpRequest, session: Session, question: str, error: str, *, status: int
+) -> TemplateResponse:
+    answer_error = {"question": question, "error": error}
+    if request.htmx:  # type: ignore[attr-defined]
+        context = {"answer_error": answer_error, "question": {"id": question}}
+        return TemplateResponse(request, f"{DETAIL}#answer-error", context, status=status)
+    context = detail_context(session, answer_error=answer_error)
     return TemplateResponse(request, DETAIL, context, status=status)

@@ -9,7 +9,13 @@
  * Entries of plain-text kinds are built from <template>s the server rendered with the same
  * partial as everything else, and filled with textContent only. Kinds with markdown are
  * fetched from the server already rendered and sanitised: no model or user text is ever
- * turned into HTML here.
+ * turned into HTML here. The state panel (tasks, timers, questions) is built the same way
+ * from each `state` event.
+ *
+ * Reply text streams as deltas that carry their stream's id and their offset in its text.
+ * On (re)connect the server sends the text in flight as one delta at offset 0, which overlaps
+ * what the bubble already shows: only text past what is shown is appended, so a reconnect
+ * neither doubles nor cuts the reply.
  */
 (function () {
   "use strict";
@@ -26,10 +32,15 @@
   const form = document.getElementById("composer");
   const textarea = document.getElementById("composer-text");
   const entryUrl = page.dataset.entryUrl; // ends in /0/: the seq goes there
+  const panel = document.getElementById("state-panel");
   let lastSeq = Number(page.dataset.lastSeq) || 0;
+  let stateSeq = Number(panel.dataset.stateSeq) || 0;
   let socket = null;
   let retries = 0;
   let pinger = null;
+  // The stream the bubble shows, and how much of its text; `ended`: a stream whose reply
+  // entry has arrived, so a late delta of it cannot bring the bubble back.
+  const stream = { id: null, shown: 0, ended: null };
 
   // --- the transcript -------------------------------------------------------------------
 
@@ -70,6 +81,7 @@
     fill(element, "content", entry.content);
     fill(element, "name", data.name);
     fill(element, "code", data.code);
+    fill(element, "asked", data.asked);
     return element;
   }
 
@@ -109,19 +121,43 @@
     if (entry.kind === "assistant") refreshMeter();
   }
 
-  function appendDelta(text) {
+  function showDelta(event) {
+    const text = String(event.text || "");
+    if (typeof event.offset !== "number" || !event.stream) {
+      appendText(text); // an older server: plain deltas, appended as they come
+      return;
+    }
+    if (event.stream === stream.ended) return;
+    if (event.stream !== stream.id) {
+      clearStream();
+      stream.id = event.stream;
+    }
+    const end = event.offset + text.length;
+    if (end <= stream.shown) return; // all of it is shown already
+    // Past what is shown: append the new tail. A gap (offset beyond what is shown) cannot
+    // come from the server's ordering; if it ever did, showing the text beats hiding it.
+    appendText(text.slice(Math.max(0, stream.shown - event.offset)));
+    stream.shown = end;
+  }
+
+  function appendText(text) {
+    if (!text) return;
     keepingScroll(() => {
-      if (streaming.hidden) {
-        streamBody.textContent = "";
-        streaming.hidden = false;
-      }
+      streaming.hidden = false;
       streamBody.append(document.createTextNode(text));
     });
   }
 
-  function endStream() {
+  function clearStream() {
     streaming.hidden = true;
     streamBody.textContent = "";
+    stream.id = null;
+    stream.shown = 0;
+  }
+
+  function endStream() {
+    if (stream.id) stream.ended = stream.id;
+    clearStream();
   }
 
   function showStatus(status) {
@@ -138,6 +174,175 @@
     document.body.dispatchEvent(new CustomEvent("horsie:refresh"));
   }
 
+  // --- the state panel ------------------------------------------------------------------
+
+  const lists = {
+    tasks: document.getElementById("task-list"),
+    timers: document.getElementById("timer-list"),
+    questions: document.getElementById("question-list"),
+  };
+  const TASK_STATUS = { pending: "pending", in_progress: "in progress", done: "done" };
+  const answered = new Set(); // questions answered from this page, not yet settled
+
+  function fromStateTemplate(name) {
+    const template = document.querySelector(`template[data-state="${name}"]`);
+    return template.content.firstElementChild.cloneNode(true);
+  }
+
+  function taskElement(task) {
+    const element = fromStateTemplate("task");
+    element.dataset.status = task.status;
+    fill(element, "text", task.text);
+    fill(element, "status", `(${TASK_STATUS[task.status] || task.status})`);
+    return element;
+  }
+
+  function timerElement(timer) {
+    const element = fromStateTemplate("timer");
+    element.dataset.key = timer.id;
+    element.dataset.due = timer.due_at;
+    fill(element, "message", timer.message);
+    const clock = element.querySelector(".timer-countdown");
+    clock.setAttribute("datetime", timer.due_at);
+    tick(element);
+    return element;
+  }
+
+  function questionElement(question) {
+    const element = fromStateTemplate("question");
+    element.dataset.key = question.id;
+    fill(element, "question", question.question);
+    for (const input of element.querySelectorAll('input[name="question"]')) {
+      input.value = question.id;
+    }
+    const options = element.querySelector(".answer-options");
+    const blank = options.querySelector(".option");
+    for (const option of question.options || []) {
+      const button = blank.cloneNode(true);
+      button.value = option;
+      button.textContent = option;
+      options.append(button);
+    }
+    blank.remove();
+    if (!(question.options || []).length) options.remove();
+    return element;
+  }
+
+  // Keyed items (timers, questions) that are still there are kept as they are, so a half
+  // typed answer or a focused input survives every state event.
+  function reconcile(list, items, build) {
+    const wanted = new Set(items.map((item) => item.id));
+    const kept = new Map();
+    for (const element of [...list.children]) {
+      if (wanted.has(element.dataset.key)) kept.set(element.dataset.key, element);
+      else element.remove();
+    }
+    let cursor = list.firstElementChild;
+    for (const item of items) {
+      const element = kept.get(item.id);
+      if (element && element === cursor) {
+        cursor = cursor.nextElementSibling;
+        continue;
+      }
+      list.insertBefore(element || build(item), cursor);
+    }
+  }
+
+  function showCount(name, items) {
+    panel.querySelector(`[data-count="${name}"]`).textContent = String(items.length);
+    panel.querySelector(`[data-empty="${name}"]`).hidden = items.length > 0;
+  }
+
+  function showState(state) {
+    if (!state || typeof state !== "object" || (state.seq || 0) < stateSeq) return;
+    stateSeq = state.seq || 0;
+    const tasks = state.tasks || [];
+    const timers = state.timers || [];
+    const questions = state.questions || [];
+    lists.tasks.replaceChildren(...tasks.map(taskElement));
+    reconcile(lists.timers, timers, timerElement);
+    reconcile(lists.questions, questions, questionElement);
+    for (const id of [...answered]) {
+      if (!questions.some((question) => question.id === id)) answered.delete(id);
+    }
+    for (const element of lists.questions.children) {
+      element.classList.toggle("answered", answered.has(element.dataset.key));
+    }
+    showCount("tasks", tasks);
+    showCount("timers", timers);
+    showCount("questions", questions);
+    document.getElementById("pending-compact").hidden = !state.pending_compact;
+  }
+
+  function clock(seconds) {
+    const days = Math.floor(seconds / 86400);
+    const hours = Math.floor((seconds % 86400) / 3600);
+    const minutes = Math.floor((seconds % 3600) / 60);
+    const pad = (n) => String(n).padStart(2, "0");
+    const rest = `${pad(minutes)}:${pad(seconds % 60)}`;
+    if (days) return `in ${days}d ${hours}:${rest}`;
+    return hours ? `in ${hours}:${rest}` : `in ${minutes}:${pad(seconds % 60)}`;
+  }
+
+  function tick(element) {
+    const due = Date.parse(element.dataset.due);
+    const countdown = element.querySelector(".timer-countdown");
+    if (Number.isNaN(due)) return;
+    const left = Math.ceil((due - Date.now()) / 1000);
+    countdown.textContent = left > 0 ? clock(left) : "due";
+    countdown.title = "Fires at " + new Date(due).toLocaleString();
+    element.classList.toggle("due", left <= 0);
+  }
+
+  function tickAll() {
+    for (const element of lists.timers.children) tick(element);
+  }
+
+  // --- answering questions --------------------------------------------------------------
+
+  async function answer(form, submitter) {
+    const question = form.closest(".question");
+    const body = new FormData(form, submitter);
+    question.classList.add("sending");
+    try {
+      const response = await fetch(form.action, {
+        method: "POST",
+        body,
+        headers: { "HX-Request": "true" },
+        credentials: "same-origin",
+      });
+      if ([200, 400, 409, 413].includes(response.status)) {
+        const holder = document.createElement("template");
+        holder.innerHTML = await response.text();
+        question.querySelector(".answer-error").replaceWith(holder.content);
+      } else {
+        answerError(question, `The answer was not sent (the server said ${response.status}).`);
+      }
+      // Settled already when the state event came first: then the question is gone.
+      if (response.ok && question.isConnected) {
+        answered.add(question.dataset.key);
+        question.classList.add("answered");
+        for (const input of question.querySelectorAll('input[name="text"]')) input.value = "";
+      }
+    } catch (error) {
+      answerError(question, "The answer was not sent: the server could not be reached.");
+    } finally {
+      question.classList.remove("sending");
+    }
+  }
+
+  function answerError(question, message) {
+    question.querySelector(".answer-error").textContent = message;
+  }
+
+  panel.addEventListener("submit", (event) => {
+    const form = event.target.closest("form.answer");
+    if (!form) return;
+    event.preventDefault();
+    if (form.closest(".question").classList.contains("sending")) return;
+    answer(form, event.submitter);
+  });
+
   // --- the websocket --------------------------------------------------------------------
 
   function setLive(state) {
@@ -149,8 +354,9 @@
     let event;
     try { event = JSON.parse(message.data); } catch { return; }
     if (event.type === "entry") showEntry(event.entry);
-    else if (event.type === "delta") appendDelta(event.text);
+    else if (event.type === "delta") showDelta(event);
     else if (event.type === "status") showStatus(event.status);
+    else if (event.type === "state") showState(event.state);
   }
 
   function connect() {
@@ -168,7 +374,8 @@
 
   function onClose(event) {
     clearInterval(pinger);
-    endStream(); // deltas missed while away are not replayed; the entry will be
+    // The bubble stays: on reconnect the text in flight arrives at offset 0 and only what
+    // is new is appended; if the reply ended meanwhile, its entry or the status clears it.
     if (event.code === 4404) {
       setLive("gone");
       return;
@@ -197,5 +404,7 @@
   });
 
   transcript.scrollTop = transcript.scrollHeight;
+  tickAll();
+  setInterval(tickAll, 1000);
   connect();
 })();

@@ -10,7 +10,8 @@ so it stays in one place.
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+import math
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import nh3
@@ -103,3 +104,32 @@ def recent_sessions(context: template.Context, limit: int = 8) -> list[Any]:
 @register.filter
 def thousands(value: int | None) -> str:
     return "—" if value is None else f"{value:,}"
+
+
+TASK_STATUSES = {"pending": "pending", "in_progress": "in progress", "done": "done"}
+
+
+@register.filter
+def task_status(status: str) -> str:
+    return TASK_STATUSES.get(status, status)
+
+
+@register.filter
+def countdown(due_at: str) -> str:
+    """Time left until an ISO moment, as the timer panel shows it (`in 9:59`, `due`).
+
+    The browser recounts it every second; this is what the page shows before its script runs.
+    """
+    due = as_datetime(due_at)
+    if due is None:
+        return ""
+    if timezone.is_naive(due):
+        due = due.replace(tzinfo=UTC)
+    left = math.ceil((due - timezone.now()).total_seconds())
+    if left <= 0:
+        return "due"
+    days, rest = divmod(left, 86400)
+    hours, rest = divmod(rest, 3600)
+    minutes, seconds = divmod(rest, 60)
+    clock = f"{hours}:{minutes:02}:{seconds:02}" if hours or days else f"{minutes}:{seconds:02}"
+    return f"in {days}d {clock}" if days else f"in {clock}"

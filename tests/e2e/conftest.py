@@ -172,3 +172,41 @@ def browser() -> Iterator[Any]:
             yield chromium
         finally:
             chromium.close()
+
+
+# Pages ---------------------------------------------------------------------------------
+
+# Records every text the streaming bubble shows, so a test can see a reply stream in.
+WATCH_STREAM = """
+document.addEventListener("DOMContentLoaded", () => {
+  window.horsieStream = [];
+  const bubble = document.getElementById("streaming");
+  if (!bubble) return;
+  new MutationObserver(() => {
+    if (!bubble.hidden) window.horsieStream.push(bubble.querySelector(".body").textContent);
+  }).observe(bubble, {subtree: true, childList: true, characterData: true, attributes: true});
+});
+"""
+
+
+def logged_in(browser: Any, horsie: Horsie, username: str, viewport: Any = None) -> Any:
+    """A new browser context, logged in through the login form, on the session list."""
+    from playwright.sync_api import expect
+
+    context = browser.new_context(viewport=viewport or {"width": 1360, "height": 860})
+    context.set_default_timeout(WAIT_MS)
+    context.add_init_script(WATCH_STREAM)
+    page = context.new_page()
+    page.goto(f"{horsie.url}/login/")
+    page.get_by_label("Username").fill(username)
+    page.get_by_label("Password").fill(horsie.passwords[username])
+    page.get_by_role("button", name="Log in").click()
+    expect(page.get_by_role("heading", name="Sessions")).to_be_visible()
+    return page
+
+
+def watching(page: Any) -> None:
+    """Wait until the page's websocket is open: from then on it sees every event."""
+    from playwright.sync_api import expect
+
+    expect(page.locator("#live")).to_have_attribute("data-live", "open", timeout=WAIT_MS)

@@ -1,17 +1,17 @@
 """The tour, in a real Chromium against a real server: log in, start a session, talk to it,
 and watch the reply stream in, while a teammate in another browser sees it live too.
 
-It ends by taking `docs/screenshot.png`, the picture the README's tour shows.
+`docs/screenshot.png`, the picture the README's tour shows, is taken by `test_state_panel`,
+with a task list, a timer and a question in the panel.
 """
 
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import pytest
 
-from .conftest import WAIT_MS
+from .conftest import logged_in, watching
 
 pytestmark = pytest.mark.e2e
 
@@ -31,40 +31,6 @@ SCRIPT = [
     },
     {"text": "Noted: the relay leaves at dawn."},
 ]
-SCREENSHOT = Path(__file__).resolve().parents[2] / "docs" / "screenshot.png"
-
-# Records every text the streaming bubble shows, so the test can see the reply stream in.
-WATCH_STREAM = """
-document.addEventListener("DOMContentLoaded", () => {
-  window.horsieStream = [];
-  const bubble = document.getElementById("streaming");
-  if (!bubble) return;
-  new MutationObserver(() => {
-    if (!bubble.hidden) window.horsieStream.push(bubble.querySelector(".body").textContent);
-  }).observe(bubble, {subtree: true, childList: true, characterData: true, attributes: true});
-});
-"""
-
-
-def logged_in(browser, horsie, username):
-    from playwright.sync_api import expect
-
-    context = browser.new_context(viewport={"width": 1360, "height": 860})
-    context.set_default_timeout(WAIT_MS)
-    context.add_init_script(WATCH_STREAM)
-    page = context.new_page()
-    page.goto(f"{horsie.url}/login/")
-    page.get_by_label("Username").fill(username)
-    page.get_by_label("Password").fill(horsie.passwords[username])
-    page.get_by_role("button", name="Log in").click()
-    expect(page.get_by_role("heading", name="Sessions")).to_be_visible()
-    return page
-
-
-def watching(page):
-    from playwright.sync_api import expect
-
-    expect(page.locator("#live")).to_have_attribute("data-live", "open", timeout=WAIT_MS)
 
 
 def test_a_reply_streams_live_to_everyone_watching(browser, horsie):
@@ -110,9 +76,6 @@ def test_a_reply_streams_live_to_everyone_watching(browser, horsie):
         expect(page.locator(".entry-command .body")).to_have_text("/help")
         expect(page.locator(".entry-notice .notice-code")).to_have_text("help")
 
-    SCREENSHOT.parent.mkdir(exist_ok=True)
-    alice.set_viewport_size({"width": 1360, "height": 940})
-    alice.screenshot(path=str(SCREENSHOT))
     for page in (alice, bob):
         page.context.close()
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from html.parser import HTMLParser
 
@@ -234,6 +235,134 @@ def test_bad_messages_are_shown_and_nothing_is_stored(browser, session, text, st
     assert not QueuedInput.objects.exists() and not Entry.objects.exists()
 
 
+# The state panel and answers -----------------------------------------------------------
+
+QUESTION = {"id": "q-route", "question": "Which route?", "options": ["Northern", "Southern"]}
+
+
+def model_called(session, name, arguments, result, call_id="c1"):
+    """The log of a tool call the model made and its result, as the turn loop appends them."""
+    call = {"id": call_id, "name": name, "arguments": json.dumps(arguments)}
+    services.entry_append(session_id=session.pk, kind="assistant", data={"tool_calls": [call]})
+    services.entry_append(
+        session_id=session.pk,
+        kind="tool_result",
+        content="ok",
+        data={"call_id": call_id, "name": name, **result},
+    )
+
+
+def asked(session, question=QUESTION):
+    arguments = {"question": question["question"], "options": question["options"]}
+    model_called(session, "ask_user", arguments, {"question": question}, call_id="c-ask")
+
+
+def answer(client, session, text, question="q-route", htmx=True):
+    headers = {"HX-Request": "true"} if htmx else {}
+    data = {"question": question, "text": text}
+    return client.post(reverse("sessions:answer", args=[session.pk]), data, headers=headers)
+
+
+def test_the_state_panel_starts_empty(browser, session):
+    page = browser("alice").get(reverse("sessions:detail", args=[session.pk])).content.decode()
+    assert 'id="state-panel"' in page
+    for empty in ("No tasks", "No timers", "No questions"):
+        assert re.search(rf"<p class=\"state-empty\" data-empty=\"\w+\">{empty}</p>", page)
+
+
+def test_the_state_panel_shows_tasks_timers_and_questions(browser, session):
+    tasks = [
+        {"text": "Saddle the horses", "status": "done"},
+        {"text": "Ride to <Fort Kearny>", "status": "in_progress"},
+        {"text": "Hand over the mochila", "status": "pending"},
+    ]
+    model_called(session, "todo_write", {"tasks": tasks}, {})
+    timer = {"id": "t-1", "message": "Check the relay", "seconds": 600.0,
+             "due_at": "2999-01-01T00:00:00+00:00"}  # fmt: skip
+    model_called(session, "set_timer", {"seconds": 600, "message": "x"}, {"timer": timer}, "c2")
+    asked(session)
+    page = browser("bob").get(reverse("sessions:detail", args=[session.pk])).content.decode()
+    panel = page[page.index('id="state-panel"') :]
+    assert re.search(r'data-status="done">\s*<span class="task-mark"', panel)
+    assert "Ride to &lt;Fort Kearny&gt;" in panel and "(in progress)" in panel
+    assert 'data-key="t-1" data-due="2999-01-01T00:00:00+00:00"' in panel
+    assert "Check the relay" in panel and re.search(r">in \d+d \d+:\d\d:\d\d</time>", panel)
+    assert "Which route?" in panel
+    assert 'name="text" value="Northern">Northern</button>' in panel
+    assert 'value="q-route"' in panel and 'data-state-seq="6"' in panel
+    assert "No tasks</p>" in panel and 'data-empty="tasks" hidden' in panel
+
+
+def test_an_answer_is_stored_and_the_turn_resumes(browser, session, scripted, personas):
+    asked(session)
+    r = answer(browser("bob"), session, "Southern")
+    assert r.status_code == 200 and 'class="answer-error"' in r.content.decode()
+    assert settled(session) == "idle"
+    entries = list(Entry.objects.filter(session=session, seq__gt=2).order_by("seq"))
+    assert [(e.kind, e.content) for e in entries] == [
+        ("answer", "Southern"),
+        ("assistant", "Scripted reply."),
+    ]
+    assert entries[0].author == personas["bob"][0]
+    assert entries[0].data == {"question": "q-route", "asked": "Which route?"}
+    page = browser("bob").get(reverse("sessions:detail", args=[session.pk])).content.decode()
+    assert "No questions</p>" in page and 'data-empty="questions" hidden' not in page
+
+
+def test_an_answer_without_htmx_redirects_back(browser, session, scripted):
+    asked(session)
+    r = answer(browser("alice"), session, "Northern", htmx=False)
+    assert r.status_code == 302 and r["Location"] == f"/sessions/{session.pk}/"
+    settled(session)
+    assert Entry.objects.filter(session=session, kind="answer").count() == 1
+
+
+def test_an_answer_to_a_question_not_pending_is_refused(browser, session, scripted):
+    asked(session)
+    client = browser("alice")
+    r = answer(client, session, "Northern", question="q-unknown")
+    assert r.status_code == 409 and "no longer waiting" in r.content.decode()
+    assert not QueuedInput.objects.exists()
+
+    assert answer(client, session, "Northern").status_code == 200
+    settled(session)
+    again = answer(client, session, "Southern")
+    assert again.status_code == 409 and "no longer waiting" in again.content.decode()
+    assert Entry.objects.filter(session=session, kind="answer").count() == 1
+
+
+@pytest.mark.parametrize(
+    ("text", "status", "message"),
+    [
+        ("", 400, "The message is empty."),
+        (" \n ", 400, "The message is empty."),
+        ("x" * 200_001, 413, "the limit is 200000"),
+    ],
+)
+def test_bad_answers_are_shown_and_nothing_is_stored(browser, session, text, status, message):
+    asked(session)
+    r = answer(browser("alice"), session, text)
+    body = r.content.decode()
+    assert r.status_code == status
+    assert body.strip().startswith('<div class="answer-error" role="alert">') and message in body
+    full = answer(browser("alice"), session, text, htmx=False)
+    page = full.content.decode()
+    assert full.status_code == status and "<!doctype html>" in page
+    question = page[page.index('data-key="q-route"') :]
+    assert message in question[: question.index("</li>")]  # shown at the question it answers
+    assert not QueuedInput.objects.exists()
+    assert not Entry.objects.filter(session=session, kind="answer").exists()
+
+
+def test_answering_needs_a_post_and_a_login(client, browser, session):
+    asked(session)
+    url = reverse("sessions:answer", args=[session.pk])
+    r = client.post(url, {"question": "q-route", "text": "x"})
+    assert r.status_code == 302 and r["Location"].startswith("/login/")
+    assert browser("alice").get(url).status_code == 405
+    assert not QueuedInput.objects.exists()
+
+
 # Walls ---------------------------------------------------------------------------------
 
 
@@ -249,6 +378,9 @@ def test_another_team_gets_404_everywhere(browser, session):
     ):
         assert charlie.get(url).status_code == 404, url
     assert send(charlie, session, "let me in").status_code == 404
+    asked(session)
+    assert answer(charlie, session, "Northern").status_code == 404
+    assert answer(charlie, session, "Northern", htmx=False).status_code == 404
     assert not QueuedInput.objects.exists()
     assert "secret" not in charlie.get("/").content.decode()
 
@@ -298,6 +430,24 @@ def test_nothing_a_model_or_user_writes_runs_as_script(browser, session, kind):
         assert parts.js_urls == [], parts.js_urls
         assert set(parts.images) <= {"/static/horsie-mark.svg"}, parts.images
         assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
+
+
+def test_nothing_a_model_writes_into_the_state_panel_runs(browser, session):
+    xss = "<script>alert(1)</script><img src=x onerror=alert(1)>"
+    tasks = [{"text": xss, "status": "pending"}]
+    model_called(session, "todo_write", {"tasks": tasks}, {})
+    asked(session, {"id": 'q-"><b>', "question": xss, "options": [xss, "javascript:alert(1)"]})
+    html = browser("alice").get(reverse("sessions:detail", args=[session.pk])).content.decode()
+    parts = LiveParts()
+    parts.feed(html)
+    assert all(src and src.startswith("/static/") for src in parts.scripts), parts.scripts
+    assert parts.handlers == [], parts.handlers
+    # An option button's value is the answer's text, sent back as data: never a link.
+    assert [url for url in parts.js_urls if url[1] != "value"] == [], parts.js_urls
+    assert set(parts.images) <= {"/static/horsie-mark.svg"}, parts.images
+    # The task, the question, and the option's label and value: all escaped.
+    panel = html[html.index('id="state-panel"') : html.index("</aside>", html.index("state-panel"))]
+    assert panel.count("&lt;script&gt;alert(1)&lt;/script&gt;") == 4
 
 
 def test_markdown_keeps_its_formatting_and_safe_links():
