@@ -55,7 +55,7 @@ def session_fork(*, parent: Session, user: Any, document: str | None = None) -> 
     upto = parent.last_seq
     title = f"{parent.title or f'Session {parent.pk}'} — {'handoff' if document else 'fork'}"
     if document is not None:
-        input_check(document)
+        input_check(document, "handoff document")
         with transaction.atomic():
             child = child_session(parent, user, title=title, parent_seq=upto)
             fork_boundary_append(child, document.strip(), handoff=True, author=user)
@@ -150,7 +150,7 @@ def results_of_calls(parent_id: int, rows: list[Any], seq: int) -> list[Any]:
 
 def summary_edit(*, session: Session, user: Any, boundary_seq: int, summary: str) -> Entry:
     """A person's edit of the latest summary: a new boundary (trigger `edit`, same cut)."""
-    input_check(summary)
+    input_check(summary, "summary")
     with transaction.atomic():
         list(Session.objects.select_for_update().filter(pk=session.pk).values_list("pk"))
         latest = Entry.objects.filter(session=session, kind="boundary").order_by("-seq").first()

@@ -21,6 +21,7 @@ from django.http import Http404
 
 from sessions_app.events import group_name, stream_in_flight
 from sessions_app.journal import state_json, state_load
+from sessions_app.leases import status_of
 from sessions_app.schemas import entry_out
 from sessions_app.selectors import access_session, cut_seq, entries_page
 
@@ -41,7 +42,7 @@ def query_int(scope: dict[str, Any], name: str) -> int | None:
 def may_watch(user: Any, session_id: int) -> str | None:
     """The session's status when the user may watch it, else None."""
     try:
-        return access_session(user, session_id).status
+        return status_of(access_session(user, session_id))
     except Http404:
         return None
 
@@ -74,11 +75,12 @@ class SessionConsumer(AsyncJsonWebsocketConsumer):
         await self.catch_up()
         await self.send_json({"type": "status", "status": status})
         await self.send_json({"type": "state", "state": await current_state(self.session_id)})
-        await self.send_stream_in_flight()
+        if status == "running":
+            await self.send_stream_in_flight()
 
     async def send_stream_in_flight(self) -> None:
         """The reply text streamed before this socket joined, as one delta at offset 0."""
-        flight = stream_in_flight(self.session_id)
+        flight = await stream_in_flight(self.session_id)
         if flight and flight.get("text"):
             await self.send_json(
                 {"type": "delta", "text": flight["text"], "offset": 0, "stream": flight["stream"]}

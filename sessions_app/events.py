@@ -71,10 +71,15 @@ def stream_key(session_id: int) -> str:
     return f"stream:{session_id}"
 
 
-def stream_in_flight(session_id: int) -> dict[str, Any] | None:
+async def stream_in_flight(session_id: int) -> dict[str, Any] | None:
     """The reply text streamed so far by the call in flight, if one is streaming."""
-    value = cache.get(stream_key(session_id))
+    value = await cache.aget(stream_key(session_id))
     return value if isinstance(value, dict) else None
+
+
+def stream_forget(session_id: int) -> None:
+    """A dead runner's text in flight is no longer in flight."""
+    cache.delete(stream_key(session_id))
 
 
 class ChannelEvents:
@@ -94,6 +99,7 @@ class ChannelEvents:
     async def stream_start(self, session_id: int) -> None:
         self.stream = secrets.token_hex(6)
         self.text = ""
+        await cache.adelete(stream_key(session_id))
 
     async def delta(self, session_id: int, text: str) -> None:
         offset = len(self.text)

@@ -150,9 +150,9 @@ def pick(fields: Mapping[str, Any], preset: AgentPreset | None, name: str, defau
     return default
 
 
-def input_check(text: str) -> None:
+def input_check(text: str, what: str = "message") -> None:
     if not text.strip():
-        raise InvalidInput("The message is empty.")
+        raise InvalidInput(f"The {what} is empty.")
     limit = settings.HORSIE["MESSAGE_MAX_CHARS"]
     if len(text) > limit:
         raise InputTooLarge(f"The message has {len(text)} characters; the limit is {limit}.")
@@ -191,7 +191,7 @@ def branch_command(session: Session, user: Any, text: str) -> int | None:
 
 def answer_post(*, session: Session, user: Any, question: str, text: str) -> Posted:
     """Answer a pending question: stored at once, it enters the log as an `answer` entry."""
-    input_check(text)
+    input_check(text, "answer")
     with transaction.atomic():
         # One answer at a time per session: the row lock orders concurrent answers.
         list(Session.objects.select_for_update().filter(pk=session.pk).values_list("pk"))
@@ -239,6 +239,7 @@ def turn_interrupted(session_id: int) -> bool:
     the last thing in the log is already such a notice: a turn that kills its runner twice
     in a row without progress is closed instead of looping.
     """
+    events.stream_forget(session_id)
     state, _ = state_load(session_id)
     last = Entry.objects.filter(session_id=session_id).order_by("-seq").first()
     again = (

@@ -157,7 +157,7 @@ def test_an_empty_answer_is_refused_in_place_and_stores_nothing(browser, horsie)
 
     question.get_by_label("Your answer").fill("   ")
     question.get_by_label("Your answer").press("Enter")
-    expect(question.locator(".answer-error")).to_have_text("The message is empty.")
+    expect(question.locator(".answer-error")).to_have_text("The answer is empty.")
     expect(question).to_have_count(1)
     expect(question).not_to_have_class(re.compile("answered"))
     assert answer_entries(horsie, session_id) == []

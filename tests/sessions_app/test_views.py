@@ -334,8 +334,8 @@ def test_an_answer_to_a_question_not_pending_is_refused(browser, session, script
 @pytest.mark.parametrize(
     ("text", "status", "message"),
     [
-        ("", 400, "The message is empty."),
-        (" \n ", 400, "The message is empty."),
+        ("", 400, "The answer is empty."),
+        (" \n ", 400, "The answer is empty."),
         ("x" * 200_001, 413, "the limit is 200000"),
     ],
 )
