@@ -218,7 +218,9 @@ def turn_start(session_id: int, queued_id: int | None = None) -> Posted:
         lease = lease_take_over(session_id)
         if lease is None:
             return Posted(seq=None, queued=True)
-        resume = turn_interrupted(session_id)
+        # A fork whose runner died before writing its summary: the new runner writes it.
+        fork_unwritten = Session.objects.filter(pk=session_id, kind="fork", last_seq=0).exists()
+        resume = fork_unwritten or turn_interrupted(session_id)
     events.send_now(session_id, {"type": "status", "status": "running"})
     entered, needs_turn = inputs_enter_log(session_id)
     if not (needs_turn or resume):

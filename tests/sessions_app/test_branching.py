@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 
 import pytest
 
@@ -173,3 +174,33 @@ def test_an_edited_summary_is_a_new_boundary_the_next_context_uses(api_for, sess
         .status_code
         == 404
     )
+
+
+def test_a_fork_whose_runner_died_is_summarised_by_the_next(api_for, session, scripted):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from sessions_app import branching, scheduler
+    from sessions_app.dispatcher import TurnThread
+
+    api = api_for("alice")
+    worked(api, session, scripted)
+    sent = []
+    real_submit = TurnThread.submit
+    TurnThread.submit = lambda self, coroutine: sent.append(coroutine.close())  # the runner dies
+    try:
+        child = branching.session_fork(parent=session, user=session.created_by)
+    finally:
+        TurnThread.submit = real_submit
+    assert sent and not Entry.objects.filter(session=child).exists()
+    Session.objects.filter(pk=child.pk).update(
+        lease_expires_at=timezone.now() - timedelta(seconds=1)
+    )
+    scripted.steps = [reply("Summary after a takeover.")]
+    assert scheduler.tick() == (0, 1)
+    deadline = timezone.now() + timedelta(seconds=10)
+    while Session.objects.get(pk=child.pk).lease_owner and timezone.now() < deadline:
+        time.sleep(0.02)
+    kinds = list(Entry.objects.filter(session=child).values_list("kind", "content"))
+    assert kinds == [("boundary", "Summary after a takeover.")]
