@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from typing import Any
 
 from asgiref.sync import async_to_sync
@@ -45,6 +47,17 @@ from teams_app.models import Team
 from teams_app.selectors import team_for_create
 
 router = Router()
+
+
+@contextlib.contextmanager
+def refused_as_http() -> Iterator[None]:
+    """A service's refusal (bad input, too large, a conflict) as its HTTP code."""
+    try:
+        yield
+    except services.ServiceError as error:
+        raise HttpError(error.status, str(error)) from None
+
+
 ERRORS = {400: Detail, 404: Detail, 409: Detail, 413: Detail, 422: Detail}
 
 
@@ -178,10 +191,8 @@ def session_create(request: HttpRequest, payload: SessionIn) -> Any:
         if fields["preset"].team_id != team.pk:
             raise HttpError(400, f"Preset {payload.preset} belongs to another team.")
     fields["model"] = card_in_team(request.user, payload.model, team)
-    try:
+    with refused_as_http():
         session = services.session_create(user=request.user, team=team, fields=fields)
-    except services.InvalidInput as error:
-        raise HttpError(400, str(error)) from None
     return Status(201, session_json(session))
 
 
@@ -230,12 +241,8 @@ def message_post(
 ) -> Any:
     session = selectors.access_session(request.user, session_id)
     before = session.last_seq
-    try:
+    with refused_as_http():
         posted = services.message_post(session=session, user=request.user, text=payload.text)
-    except services.InputTooLarge as error:
-        raise HttpError(413, str(error)) from None
-    except services.InvalidInput as error:
-        raise HttpError(400, str(error)) from None
     body: dict[str, Any] = {"seq": posted.seq, "queued": posted.queued}
     if posted.session is not None:
         return Status(202, {**body, "session": posted.session})
@@ -252,10 +259,8 @@ def compact_post(request: HttpRequest, session_id: int, payload: CompactIn) -> A
     """The same as typing `/compact [instructions]`: it runs at the next turn boundary."""
     session = selectors.access_session(request.user, session_id)
     text = f"/compact {payload.instructions or ''}".strip()
-    try:
+    with refused_as_http():
         posted = services.message_post(session=session, user=request.user, text=text)
-    except services.InputTooLarge as error:
-        raise HttpError(413, str(error)) from None
     return Status(202, {"seq": posted.seq, "queued": posted.queued})
 
 
@@ -272,12 +277,8 @@ def fork_post(
     """
     parent = selectors.access_session(request.user, session_id)
     document = payload.document if payload else None
-    try:
+    with refused_as_http():
         child = branching.session_fork(parent=parent, user=request.user, document=document)
-    except services.InputTooLarge as error:
-        raise HttpError(413, str(error)) from None
-    except services.InvalidInput as error:
-        raise HttpError(400, str(error)) from None
     if wait:
         async_to_sync(wait_settled)(child.pk, wait)
         child.refresh_from_db()
@@ -288,14 +289,10 @@ def fork_post(
 def rewind_post(request: HttpRequest, session_id: int, payload: RewindIn) -> Any:
     """A new session holding this one's model-visible history up to `seq`."""
     parent = selectors.access_session(request.user, session_id)
-    try:
+    with refused_as_http():
         child = branching.session_rewind(
             parent=parent, user=request.user, seq=payload.seq, text=payload.text
         )
-    except services.InputTooLarge as error:
-        raise HttpError(413, str(error)) from None
-    except services.InvalidInput as error:
-        raise HttpError(400, str(error)) from None
     return Status(201, session_json(child))
 
 
@@ -303,19 +300,13 @@ def rewind_post(request: HttpRequest, session_id: int, payload: RewindIn) -> Any
 def summary_post(request: HttpRequest, session_id: int, payload: SummaryEditIn) -> Any:
     """Edit the latest summary: appended as a new boundary (trigger `edit`, same cut)."""
     session = selectors.access_session(request.user, session_id)
-    try:
+    with refused_as_http():
         entry = branching.summary_edit(
             session=session,
             user=request.user,
             boundary_seq=payload.boundary,
             summary=payload.summary,
         )
-    except services.InputTooLarge as error:
-        raise HttpError(413, str(error)) from None
-    except services.InvalidInput as error:
-        raise HttpError(400, str(error)) from None
-    except branching.NotLatest as error:
-        raise HttpError(409, str(error)) from None
     return Status(201, entry_out(entry, selectors.cut_seq(session.pk)))
 
 
@@ -342,14 +333,8 @@ def state_get(request: HttpRequest, session_id: int) -> Any:
 def answer_post(request: HttpRequest, session_id: int, payload: AnswerIn) -> Any:
     """Answer a pending question; it enters the log as an `answer` entry and work resumes."""
     session = selectors.access_session(request.user, session_id)
-    try:
+    with refused_as_http():
         posted = services.answer_post(
             session=session, user=request.user, question=payload.question, text=payload.text
         )
-    except services.InputTooLarge as error:
-        raise HttpError(413, str(error)) from None
-    except services.InvalidInput as error:
-        raise HttpError(400, str(error)) from None
-    except services.NotPending as error:
-        raise HttpError(409, str(error)) from None
     return Status(202, {"seq": posted.seq, "queued": posted.queued})

@@ -22,6 +22,7 @@ from sessions_app.selectors import context_rows
 from sessions_app.services import (
     SELECTION_FIELDS,
     InvalidInput,
+    ServiceError,
     entry_append,
     input_check,
     message_post,
@@ -171,5 +172,7 @@ def summary_edit(*, session: Session, user: Any, boundary_seq: int, summary: str
         )
 
 
-class NotLatest(ValueError):
-    pass
+class NotLatest(ServiceError):
+    """An edit of a summary that a newer boundary has replaced."""
+
+    status = 409

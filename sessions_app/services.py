@@ -52,16 +52,24 @@ LOCAL_CARD = {
 }
 
 
-class InputTooLarge(ValueError):
-    pass
+class ServiceError(ValueError):
+    """A request a service refuses; `status` is its HTTP code for the API and the pages."""
+
+    status = 400
 
 
-class InvalidInput(ValueError):
-    pass
+class InputTooLarge(ServiceError):
+    status = 413
 
 
-class NotPending(ValueError):
+class InvalidInput(ServiceError):
+    status = 400
+
+
+class NotPending(ServiceError):
     """An answer to a question that is not (or no longer) waiting for one."""
+
+    status = 409
 
 
 INTERRUPTED_CALL = (
