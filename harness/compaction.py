@@ -145,17 +145,19 @@ def clear_point(entries: Sequence[LogEntry], budget: int, already: int) -> int |
     return point if olds else None
 
 
+SUMMARY_RULES = """\
+- Keep exact file paths, identifiers, names, numbers, commands, URLs and error messages.
+- Keep the user's own instructions and preferences word for word, in quotes.
+- Say what was decided and why, what was done, what failed and why, and what is still open.
+- Do not repeat the task list, timers or pending questions: they are carried separately.
+- Do not call tools. Reply with the summary only, in markdown, at most {budget} tokens."""
+
 SUMMARY_INSTRUCTION = """\
 [Compaction] Everything in this conversation before the message that begins
 «{anchor}»
 is about to leave your context. Write the session's running summary that replaces it.
 {anchor_rule}
-- Keep exact file paths, identifiers, names, numbers, commands, URLs and error messages.
-- Keep the user's own instructions and preferences word for word, in quotes.
-- Say what was decided and why, what was done, what failed and why, and what is still open.
-- Do not repeat the task list, timers or pending questions: they are carried separately.
-- Do not call tools. Reply with the summary only, in markdown, at most {budget} tokens.\
-"""
+{rules}"""
 
 ANCHOR_PREVIOUS = (
     "The current summary is the one at the top of this conversation: use it as your anchor. "
@@ -169,12 +171,7 @@ FORK_INSTRUCTION = """\
 [Compaction] This whole conversation is about to be replaced by a summary: a new session
 starts from it alone. Write that summary.
 {anchor_rule}
-- Keep exact file paths, identifiers, names, numbers, commands, URLs and error messages.
-- Keep the user's own instructions and preferences word for word, in quotes.
-- Say what was decided and why, what was done, what failed and why, and what is still open.
-- Do not repeat the task list, timers or pending questions: they are carried separately.
-- Do not call tools. Reply with the summary only, in markdown, at most {budget} tokens.\
-"""
+{rules}"""
 
 HANDOFF_INSTRUCTION = """\
 [Handoff] Write a handoff document for a colleague who continues this work in a new session
@@ -201,13 +198,14 @@ def summary_request(
     fork).
     """
     rule = ANCHOR_PREVIOUS if has_previous else ANCHOR_FIRST
+    rules = SUMMARY_RULES.format(budget=budget)
     if anchor is None:
         text = FORK_INSTRUCTION.format(
-            anchor_rule=rule.replace(", up to that message", ""), budget=budget
+            anchor_rule=rule.replace(", up to that message", ""), rules=rules
         )
     else:
         text = SUMMARY_INSTRUCTION.format(
-            anchor=" ".join(anchor.split())[:160], anchor_rule=rule, budget=budget
+            anchor=" ".join(anchor.split())[:160], anchor_rule=rule, rules=rules
         )
     if instructions:
         text += f"\nThe user asks of this summary: {instructions}"

@@ -246,3 +246,21 @@ async def test_an_overflow_without_a_window_tells_the_user_what_to_do():
     codes = [e.data["code"] for e in store.entries if e.kind == "notice"]
     assert "context_overflow" in codes
     assert boundaries(store) == []
+
+
+def test_the_summary_instruction_takes_any_text_as_its_anchor():
+    from harness.compaction import summary_request
+    from harness.context import assemble
+
+    context = assemble(system_prompt="s", tools=[], entries=[])
+    request = summary_request(
+        context,
+        anchor='Use {"seq": 3} and {budget} literally',
+        has_previous=False,
+        budget=500,
+        instructions="{keep} it",
+        max_output_tokens=None,
+    )
+    text = request.messages[-1].text
+    assert '«Use {"seq": 3} and {budget} literally»' in text
+    assert "at most 500 tokens" in text and text.endswith("{keep} it")
