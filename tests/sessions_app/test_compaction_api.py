@@ -97,7 +97,7 @@ def test_search_and_read_reach_behind_the_boundary(api_for, session, scripted):
     results = list(Entry.objects.filter(session=session, kind="tool_result").order_by("seq"))
     found, read, missing = results[-3:]
     assert "seq 1 (user): The secret build id is BX-4471." in found.content
-    assert 1 < cut
+    assert cut > 1
     assert read.content.startswith("Entry 1 (user), characters 0–")
     assert "BX-4471" in read.content and read.data["is_error"] is False
     assert missing.data["is_error"] is True and "no entry 99999" in missing.content
