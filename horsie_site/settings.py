@@ -111,7 +111,9 @@ if REDIS_URL:
         "default": {
             "BACKEND": "channels_redis.core.RedisChannelLayer",
             "CONFIG": {
-                "hosts": [REDIS_URL],
+                # redis-py's 5 s default socket timeout equals channels_redis's blocking
+                # receive: an idle worker or websocket would die after 5 s without it.
+                "hosts": [{"address": REDIS_URL, "socket_timeout": 30}],
                 "prefix": env.string("HORSIE_REDIS_PREFIX", "horsie"),
                 "capacity": 1000,
             },

@@ -10,6 +10,7 @@ travels with the turn, and dispatch happens only after the input's transaction c
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import logging
 import threading
 from collections.abc import Coroutine
@@ -46,7 +47,9 @@ class TurnThread:
             return cls._instance
 
     def submit(self, coroutine: Coroutine[Any, Any, None]) -> Future[None]:
-        return asyncio.run_coroutine_threadsafe(coroutine, self.loop)
+        """Start a turn on this loop in a fresh context: a task must not inherit the
+        submitting request's context (asgiref's executors live there and die with it)."""
+        return contextvars.Context().run(asyncio.run_coroutine_threadsafe, coroutine, self.loop)
 
 
 def turn_dispatch(session_id: int, lease: str) -> None:

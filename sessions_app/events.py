@@ -9,7 +9,7 @@ from __future__ import annotations
 import secrets
 from typing import Any, Literal, TypedDict
 
-from asgiref.sync import async_to_sync
+from asgiref.sync import async_to_sync, sync_to_async
 from channels.layers import get_channel_layer
 from django.core.cache import cache
 from django.db import transaction
@@ -73,7 +73,7 @@ def stream_key(session_id: int) -> str:
 
 async def stream_in_flight(session_id: int) -> dict[str, Any] | None:
     """The reply text streamed so far by the call in flight, if one is streaming."""
-    value = await cache.aget(stream_key(session_id))
+    value = await sync_to_async(cache.get, thread_sensitive=False)(stream_key(session_id))
     return value if isinstance(value, dict) else None
 
 
@@ -99,7 +99,7 @@ class ChannelEvents:
     async def stream_start(self, session_id: int) -> None:
         self.stream = secrets.token_hex(6)
         self.text = ""
-        await cache.adelete(stream_key(session_id))
+        cache.delete(stream_key(session_id))  # sync: a runner's loop has no Django executor
 
     async def delta(self, session_id: int, text: str) -> None:
         offset = len(self.text)

@@ -17,6 +17,7 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
+from harness.ports import LeaseLost
 from sessions_app import events
 from sessions_app.journal import journal_apply, state_load
 from sessions_app.leases import lease_release, lease_take, lease_take_over
@@ -94,11 +95,17 @@ def entry_append(
     data: Mapping[str, Any] | None = None,
     tokens: int | None = None,
     author: Any = None,
+    lease: str | None = None,
 ) -> Entry:
+    """Append one entry with the next seq. A turn runner passes its `lease`: when another
+    runner has taken the session over, nothing is written and `LeaseLost` is raised, so a
+    runner that stalled past its lease can never add to a log that has moved on."""
     with transaction.atomic():
-        Session.objects.filter(pk=session_id).update(
-            last_seq=F("last_seq") + 1, updated_at=timezone.now()
-        )
+        counter = Session.objects.filter(pk=session_id)
+        if lease is not None:
+            counter = counter.filter(lease_owner=lease)
+        if not counter.update(last_seq=F("last_seq") + 1, updated_at=timezone.now()):
+            raise LeaseLost(f"session {session_id}: the lease {lease} is no longer held")
         seq = Session.objects.values_list("last_seq", flat=True).get(pk=session_id)
         entry = Entry.objects.create(
             session_id=session_id,

@@ -67,7 +67,12 @@ class OrmTranscriptStore:
         tokens: int | None = None,
     ) -> LogEntry:
         row = await db(entry_append)(
-            session_id=session_id, kind=kind, content=content, data=data, tokens=tokens
+            session_id=session_id,
+            kind=kind,
+            content=content,
+            data=data,
+            tokens=tokens,
+            lease=self.lease,
         )
         return log_entry(row)
 

@@ -14,4 +14,9 @@ urlpatterns = [
     path("sessions/<int:session_id>/meter/", views.context_meter, name="meter"),
     path("sessions/<int:session_id>/entries/", views.entries_earlier, name="entries"),
     path("sessions/<int:session_id>/entries/<int:seq>/", views.entry_detail, name="entry"),
+    path("sessions/<int:session_id>/context/", views.context_view, name="context"),
+    path("sessions/<int:session_id>/chart/", views.context_chart, name="chart"),
+    path("sessions/<int:session_id>/summary/", views.summary_save, name="summary"),
+    path("sessions/<int:session_id>/fork/", views.fork_start, name="fork"),
+    path("sessions/<int:session_id>/rewind/", views.rewind_start, name="rewind"),
 ]

@@ -10,6 +10,12 @@ The state panel (tasks, armed timers, pending questions) follows the same rule: 
 from `state_json` on load, then replaced by the socket's `state` events. Answering a question
 stores the answer and returns only an error (or nothing); the question leaves the panel, for
 every watcher at once, when the state event that settles it arrives.
+
+Compaction is shown where it happened: each boundary is a card in the transcript, entries
+before the latest cut are marked as no longer sent, and an edited summary shows its diff.
+Editing a summary, forking, rewinding and starting from a handoff call the same `branching`
+functions as the API; the ones that make a new session send the browser there (HX-Redirect
+for htmx). A refused form answers with its error only, shown where it was typed.
 """
 
 from __future__ import annotations
@@ -20,16 +26,19 @@ from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadRequest
 from django.shortcuts import redirect
 from django.template.response import TemplateResponse
+from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
-from django_htmx.http import trigger_client_event
+from django_htmx.http import HttpResponseClientRedirect, trigger_client_event
 
-from sessions_app import services
+from sessions_app import api, branching, services
 from sessions_app.api import session_json
 from sessions_app.forms import SessionForm
 from sessions_app.journal import state_json, state_load
-from sessions_app.models import Session
+from sessions_app.leases import status_of
+from sessions_app.models import Entry, Session
 from sessions_app.schemas import entry_out
-from sessions_app.selectors import access_session, cut_seq, entries_page, sessions_visible
+from sessions_app.selectors import access_session, entries_page, sessions_visible
+from sessions_app.templatetags.compaction import line_diff, prompt_chart
 
 PAGE = 50
 LIST_LIMIT = 100
@@ -45,6 +54,10 @@ BLANK_STATE = {
     "question": {"id": "", "question": "", "options": [""]},
 }
 NOT_PENDING = "This question is no longer waiting for an answer (someone may have answered it)."
+NOT_LATEST = "A newer summary exists: edit that one instead."
+CHART_CALLS = 2000  # the chart shows at most the last this many model calls
+# A refused branching form: its status, by the error the service raised.
+REFUSED = {services.InputTooLarge: 413, services.InvalidInput: 400, branching.NotLatest: 409}
 
 
 @login_required
@@ -84,10 +97,15 @@ def session_detail(request: HttpRequest, session_id: int) -> TemplateResponse:
 
 
 def detail_context(session: Session, **extra: Any) -> dict[str, Any]:
-    entries, has_more = page_before(session, None)
+    marks = transcript_marks(session.pk)
+    entries, has_more = page_before(session, None, marks)
+    meter = session_json(session)["context"]
     return {
         "session": session,
-        "context": session_json(session)["context"],
+        "status": status_of(session),
+        "context": meter,
+        "marks": marks,
+        "chart": chart_of(session, meter),
         "entries": entries,
         "has_more": has_more,
         "last_seq": entries[-1]["seq"] if entries else 0,
@@ -98,7 +116,22 @@ def detail_context(session: Session, **extra: Any) -> dict[str, Any]:
     }
 
 
-def page_before(session: Session, before: int | None) -> tuple[list[dict[str, Any]], bool]:
+def transcript_marks(session_id: int) -> dict[str, int | None]:
+    """Where the latest cut falls (1 before any compaction) and which boundary is latest."""
+    latest = (
+        Entry.objects.filter(session_id=session_id, kind="boundary")
+        .order_by("-seq")
+        .values_list("seq", "data__first_kept_seq")
+        .first()
+    )
+    if latest is None:
+        return {"cut": 1, "latest": None}
+    return {"cut": int(latest[1] or 1), "latest": latest[0]}
+
+
+def page_before(
+    session: Session, before: int | None, marks: dict[str, int | None]
+) -> tuple[list[dict[str, Any]], bool]:
     """The newest `PAGE` entries before `before` (or the newest of all), oldest first.
 
     Seqs are dense (1..last_seq, never reused or deleted), so the page starts at a known seq.
@@ -107,13 +140,61 @@ def page_before(session: Session, before: int | None) -> tuple[list[dict[str, An
     end = min(before, session.last_seq + 1) if before is not None else session.last_seq + 1
     after = max(0, end - 1 - PAGE)
     rows, _ = entries_page(session.pk, after=after, before=before, limit=PAGE)
-    cut = cut_seq(session.pk)
-    return [entry_out(row, cut) for row in rows], after > 0
+    return shown(session.pk, rows, marks), after > 0
+
+
+def shown(session_id: int, rows: list[Entry], marks: dict[str, Any]) -> list[dict[str, Any]]:
+    """Entries in the API's shape, plus what the transcript marks: whether each lies before
+    the latest cut, which boundary is the latest (only it can be edited), and for an edited
+    summary its diff against the version it edits."""
+    entries = [entry_out(row, marks["cut"]) for row in rows]
+    edited = {
+        int(e["data"]["edited_from"])
+        for e in entries
+        if e["kind"] == "boundary" and str(e["data"].get("edited_from", "")).isdigit()
+    }
+    originals = dict(
+        Entry.objects.filter(session_id=session_id, seq__in=edited).values_list("seq", "content")
+    )
+    for entry in entries:
+        entry["before_cut"] = entry["seq"] < marks["cut"]
+        if entry["kind"] == "boundary":
+            entry["latest"] = entry["seq"] == marks["latest"]
+            original = originals.get(entry["data"].get("edited_from"))
+            if original is not None:
+                entry["diff"] = line_diff(original, entry["content"])
+    return entries
+
+
+def chart_of(session: Session, meter: dict[str, Any]) -> dict[str, Any]:
+    """Prompt tokens per model call (the last `CHART_CALLS`), with the compactions marked.
+
+    Reads three values per call, never the entries' whole data."""
+    calls = list(
+        Entry.objects.filter(session_id=session.pk, kind="assistant")
+        .order_by("-seq")
+        .values_list("seq", "data__usage__input_tokens", "data__prompt_tokens_estimate")[
+            :CHART_CALLS
+        ]
+    )[::-1]
+    first = calls[0][0] if calls else 0
+    boundaries = (
+        Entry.objects.filter(session_id=session.pk, kind="boundary", seq__gte=first)
+        .order_by("seq")
+        .values_list("seq", "data__trigger")[:CHART_CALLS]
+    )
+    return prompt_chart(
+        [(seq, reported or estimate) for seq, reported, estimate in calls],
+        list(boundaries),
+        window=meter["window"],
+        trigger_tokens=meter["trigger_tokens"],
+    )
 
 
 def blank_entry(kind: str) -> dict[str, Any]:
     """An empty entry of `kind`: rendered into a <template> the browser fills for live entries."""
-    return {"seq": "", "kind": kind, "content": "", "data": {}, "author": "", "in_context": True}
+    return {"seq": "", "kind": kind, "content": "", "data": {}, "author": "", "in_context": True,
+            "before_cut": False}  # fmt: skip
 
 
 @login_required
@@ -124,7 +205,7 @@ def entries_earlier(request: HttpRequest, session_id: int) -> HttpResponse:
         before = int(request.GET["before"])
     except (KeyError, ValueError):
         return HttpResponseBadRequest("`before` must be an entry's seq.")
-    entries, has_more = page_before(session, max(1, before))
+    entries, has_more = page_before(session, max(1, before), transcript_marks(session.pk))
     context = {"session": session, "entries": entries, "has_more": has_more}
     return TemplateResponse(request, f"{DETAIL}#earlier", context)
 
@@ -136,7 +217,7 @@ def entry_detail(request: HttpRequest, session_id: int, seq: int) -> TemplateRes
     rows, _ = entries_page(session.pk, after=seq - 1, before=seq + 1, limit=1)
     if not rows:
         raise Http404("No such entry.")
-    entry = entry_out(rows[0], cut_seq(session.pk))
+    (entry,) = shown(session.pk, rows, transcript_marks(session.pk))
     return TemplateResponse(request, f"{DETAIL}#entry", {"session": session, "entry": entry})
 
 
@@ -155,11 +236,13 @@ def message_send(request: HttpRequest, session_id: int) -> HttpResponse:
     session = access_session(request.user, session_id)
     text = request.POST.get("text", "").replace("\r\n", "\n")  # forms send CRLF; the API, LF
     try:
-        services.message_post(session=session, user=request.user, text=text)
+        posted = services.message_post(session=session, user=request.user, text=text)
     except services.InputTooLarge as error:
         return send_refused(request, session, text, str(error), status=413)
     except services.InvalidInput as error:
         return send_refused(request, session, text, str(error), status=400)
+    if posted.session is not None:  # /summary-n-fork or /rewind made a new session
+        return go_to(request, posted.session)
     if not request.htmx:  # type: ignore[attr-defined]
         return redirect("sessions:detail", session.pk)
     response = TemplateResponse(request, f"{DETAIL}#composer-error", {"error": ""})
@@ -205,4 +288,110 @@ def answer_refused(
         context = {"answer_error": answer_error, "question": {"id": question}}
         return TemplateResponse(request, f"{DETAIL}#answer-error", context, status=status)
     context = detail_context(session, answer_error=answer_error)
+    return TemplateResponse(request, DETAIL, context, status=status)
+
+
+# Compaction and branching ---------------------------------------------------------------
+
+
+@login_required
+@require_GET
+def context_chart(request: HttpRequest, session_id: int) -> TemplateResponse:
+    session = access_session(request.user, session_id)
+    chart = chart_of(session, session_json(session)["context"])
+    return TemplateResponse(request, f"{DETAIL}#chart", {"session": session, "chart": chart})
+
+
+@login_required
+@require_GET
+def context_view(request: HttpRequest, session_id: int) -> TemplateResponse:
+    """What the model is sent next, block by block: the API's `GET /context`, as a partial."""
+    session = access_session(request.user, session_id)
+    model_context = api.context_get(request, session.pk)  # one assembly, for API and page
+    context = {"session": session, "model_context": model_context}
+    return TemplateResponse(request, f"{DETAIL}#context-view", context)
+
+
+@login_required
+@require_POST
+def summary_save(request: HttpRequest, session_id: int) -> HttpResponse:
+    """Edit the latest summary: a new `edit` boundary, which every watcher sees arrive."""
+    session = access_session(request.user, session_id)
+    summary = posted_text(request, "summary")
+    boundary = posted_seq(request, "boundary")
+    failed = {"form": "summary", "key": boundary, "text": summary}
+    try:
+        if boundary is None:
+            raise services.InvalidInput("Which summary? `boundary` must be an entry's seq.")
+        branching.summary_edit(
+            session=session, user=request.user, boundary_seq=boundary, summary=summary
+        )
+    except tuple(REFUSED) as error:
+        return form_refused(request, session, failed, error)
+    if not request.htmx:  # type: ignore[attr-defined]
+        return redirect("sessions:detail", session.pk)
+    return TemplateResponse(request, f"{DETAIL}#form-error", {"failed": None})
+
+
+@login_required
+@require_POST
+def fork_start(request: HttpRequest, session_id: int) -> HttpResponse:
+    """A new session from this one, which stays as it was: from a summary its runner writes,
+    or, with `document`, from a handoff document a person edited. The browser goes there."""
+    parent = access_session(request.user, session_id)
+    document = request.POST.get("document")
+    if document is not None:
+        document = document.replace("\r\n", "\n")
+    form = "fork" if document is None else "handoff"
+    failed = {"form": form, "key": posted_seq(request, "notice"), "text": document}
+    try:
+        child = branching.session_fork(parent=parent, user=request.user, document=document)
+    except tuple(REFUSED) as error:
+        return form_refused(request, parent, failed, error)
+    return go_to(request, child.pk)
+
+
+@login_required
+@require_POST
+def rewind_start(request: HttpRequest, session_id: int) -> HttpResponse:
+    """A new session holding this one's history up to an entry, then an optional message."""
+    parent = access_session(request.user, session_id)
+    text = posted_text(request, "text")
+    seq = posted_seq(request, "seq")
+    failed = {"form": "rewind", "key": seq, "text": text}
+    try:
+        if seq is None:
+            raise services.InvalidInput("Rewind to which entry? `seq` must be an entry's seq.")
+        child = branching.session_rewind(
+            parent=parent, user=request.user, seq=seq, text=text if text.strip() else None
+        )
+    except tuple(REFUSED) as error:
+        return form_refused(request, parent, failed, error)
+    return go_to(request, child.pk)
+
+
+def posted_text(request: HttpRequest, name: str) -> str:
+    return request.POST.get(name, "").replace("\r\n", "\n")  # forms send CRLF; the API, LF
+
+
+def posted_seq(request: HttpRequest, name: str) -> int | None:
+    value = request.POST.get(name, "").strip()
+    return int(value) if value.isdigit() else None
+
+
+def go_to(request: HttpRequest, session_id: int) -> HttpResponse:
+    url = reverse("sessions:detail", args=[session_id])
+    return HttpResponseClientRedirect(url) if request.htmx else redirect(url)  # type: ignore[attr-defined]
+
+
+def form_refused(
+    request: HttpRequest, session: Session, failed: dict[str, Any], error: Exception
+) -> TemplateResponse:
+    """The error where the form was: alone for htmx, else on the whole page, with the text."""
+    status = next(code for kind, code in REFUSED.items() if isinstance(error, kind))
+    failed = {**failed, "error": NOT_LATEST if status == 409 else str(error)}
+    if request.htmx:  # type: ignore[attr-defined]
+        context = {"failed": failed, "form": failed["form"], "key": failed["key"]}
+        return TemplateResponse(request, f"{DETAIL}#form-error", context, status=status)
+    context = detail_context(session, failed=failed)
     return TemplateResponse(request, DETAIL, context, status=status)

@@ -12,6 +12,12 @@
  * turned into HTML here. The state panel (tasks, timers, questions) is built the same way
  * from each `state` event.
  *
+ * Compaction moves the cut: when a boundary arrives, entries before its first kept seq are
+ * marked as no longer in the model's context, and older boundaries lose their edit form.
+ * Forms that branch or edit (summary, fork, rewind, handoff) post with fetch; an error comes
+ * back as a partial shown in place, a new session as an HX-Redirect the page follows. The
+ * context view is a server-rendered partial, fetched when shown and after every change.
+ *
  * Reply text streams as deltas that carry their stream's id and their offset in its text.
  * On (re)connect the server sends the text in flight as one delta at offset 0, which overlaps
  * what the bubble already shows: only text past what is shown is appended, so a reconnect
@@ -33,7 +39,12 @@
   const textarea = document.getElementById("composer-text");
   const entryUrl = page.dataset.entryUrl; // ends in /0/: the seq goes there
   const panel = document.getElementById("state-panel");
+  const contextView = document.getElementById("context-view");
+  const tabs = [...page.querySelectorAll('[role="tab"][data-view]')];
   let lastSeq = Number(page.dataset.lastSeq) || 0;
+  let cut = Number(page.dataset.cut) || 1; // the latest boundary's first kept seq
+  let latestBoundary = Number(page.dataset.latestBoundary) || 0;
+  let view = "transcript";
   let stateSeq = Number(panel.dataset.stateSeq) || 0;
   let socket = null;
   let retries = 0;
@@ -68,14 +79,34 @@
     }
   }
 
+  // Whether an entry lies before the cut, and whether a boundary is no longer the latest.
+  function mark(element) {
+    const seq = Number(element.dataset.seq);
+    element.classList.toggle("out-of-context", seq < cut);
+    if (element.classList.contains("entry-boundary")) {
+      element.classList.toggle("superseded", seq < latestBoundary);
+    }
+  }
+
+  function moveCut(boundary) {
+    if (boundary.seq < latestBoundary) return;
+    latestBoundary = boundary.seq;
+    cut = Number((boundary.data || {}).first_kept_seq) || cut;
+    for (const element of entries.querySelectorAll(":scope > .entry")) mark(element);
+    document.getElementById("view-note").textContent =
+      `Entries before #${cut} are no longer sent to the model.`;
+  }
+
   function fromTemplate(entry) {
+    const data = entry.data || {};
+    if (entry.kind === "notice" && data.code === "handoff") return null; // markdown: fetched
     const template = document.querySelector(`template[data-kind="${entry.kind}"]`);
     if (!template) return null;
     const element = template.content.firstElementChild.cloneNode(true);
-    const data = entry.data || {};
     element.dataset.seq = entry.seq;
     element.dataset.error = data.is_error ? "true" : "";
-    element.classList.toggle("out-of-context", !entry.in_context);
+    mark(element);
+    for (const input of element.querySelectorAll('input[name="seq"]')) input.value = entry.seq;
     fill(element, "seq", entry.seq);
     fill(element, "author", entry.author || "someone");
     fill(element, "content", entry.content);
@@ -93,6 +124,7 @@
     body.className = "body plain";
     body.textContent = entry.content || "";
     element.append(body);
+    mark(element);
     return element;
   }
 
@@ -105,6 +137,8 @@
       if (!response.ok) return;
       const holder = document.createElement("template");
       holder.innerHTML = await response.text();
+      const fresh = holder.content.firstElementChild;
+      if (fresh) mark(fresh); // the cut may have moved while it was on its way
       keepingScroll(() => element.replaceWith(holder.content));
     } catch (error) {
       console.warn("Horsie: could not render entry", seq, error);
@@ -117,8 +151,9 @@
     if (entry.kind === "assistant") endStream();
     const element = fromTemplate(entry) || placeholder(entry);
     keepingScroll(() => insertBySeq(element, entry.seq));
+    if (entry.kind === "boundary") moveCut(entry);
     if (element.classList.contains("pending")) rendered(element, entry.seq);
-    if (entry.kind === "assistant") refreshMeter();
+    if (entry.kind === "assistant" || entry.kind === "boundary") refreshMeter();
   }
 
   function showDelta(event) {
@@ -172,7 +207,79 @@
 
   function refreshMeter() {
     document.body.dispatchEvent(new CustomEvent("horsie:refresh"));
+    if (view === "context") loadContext();
   }
+
+  // --- the context view -----------------------------------------------------------------
+
+  function showView(name) {
+    view = name;
+    for (const tab of tabs) tab.setAttribute("aria-selected", String(tab.dataset.view === name));
+    transcript.hidden = name !== "transcript";
+    contextView.hidden = name !== "context";
+    if (name === "context") loadContext();
+  }
+
+  async function loadContext() {
+    const url = document.getElementById("tab-context").dataset.url;
+    try {
+      const response = await fetch(url, {
+        headers: { "HX-Request": "true" },
+        credentials: "same-origin",
+      });
+      if (!response.ok) {
+        contextView.textContent = `The context could not be loaded (the server said ${response.status}).`;
+        return;
+      }
+      const holder = document.createElement("template");
+      holder.innerHTML = await response.text();
+      contextView.replaceChildren(holder.content);
+    } catch (error) {
+      contextView.textContent = "The context could not be loaded: the server could not be reached.";
+    }
+  }
+
+  for (const tab of tabs) tab.addEventListener("click", () => showView(tab.dataset.view));
+
+  // --- forms that edit a summary or start a new session ---------------------------------
+
+  async function submitInline(form, submitter) {
+    const shown = (message) => { form.querySelector(".form-error").textContent = message; };
+    form.classList.add("sending");
+    try {
+      const response = await fetch(form.action, {
+        method: "POST",
+        body: new FormData(form, submitter),
+        headers: { "HX-Request": "true" },
+        credentials: "same-origin",
+      });
+      const target = response.headers.get("HX-Redirect");
+      if (target) {
+        window.location.assign(target);
+        return;
+      }
+      if ([200, 400, 409, 413].includes(response.status)) {
+        const holder = document.createElement("template");
+        holder.innerHTML = await response.text();
+        form.querySelector(".form-error").replaceWith(holder.content);
+        const details = form.closest("details");
+        if (response.ok && details) details.open = false; // done: what it made arrives live
+      } else {
+        shown(`Not done: the server said ${response.status}.`);
+      }
+    } catch (error) {
+      shown("Not done: the server could not be reached.");
+    } finally {
+      form.classList.remove("sending");
+    }
+  }
+
+  page.addEventListener("submit", (event) => {
+    const form = event.target.closest("form[data-inline]");
+    if (!form) return;
+    event.preventDefault();
+    if (!form.classList.contains("sending")) submitInline(form, event.submitter);
+  });
 
   // --- the state panel ------------------------------------------------------------------
 

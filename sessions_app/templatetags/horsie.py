@@ -22,6 +22,7 @@ from django.utils.safestring import SafeString, mark_safe
 from django.utils.timesince import timesince
 from markdown_it import MarkdownIt
 
+from sessions_app.leases import status_of
 from sessions_app.selectors import sessions_visible
 
 register = template.Library()
@@ -102,8 +103,15 @@ def recent_sessions(context: template.Context, limit: int = 8) -> list[Any]:
 
 
 @register.filter
+def status(session: Any) -> str:
+    """The status to show: a session whose runner died shows idle, not running."""
+    return status_of(session)
+
+
+@register.filter
 def thousands(value: int | None) -> str:
-    return "—" if value is None else f"{value:,}"
+    """`1,234`; a dash for a missing number (a template's missing variable arrives as "")."""
+    return f"{value:,}" if isinstance(value, int | float) else "—"
 
 
 TASK_STATUSES = {"pending": "pending", "in_progress": "in progress", "done": "done"}

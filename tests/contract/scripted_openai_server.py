@@ -4,8 +4,10 @@ Usage: python scripted_openai_server.py SCRIPT.json [PORT]. With port 0 (the def
 chosen port is printed as stdout's first line. The script is a list of steps; each POST to
 /v1/chat/completions consumes the next one: a reply {"text", "reasoning", "tool_calls",
 "usage"} or an error {"status", "message"}. A step with "repeat" is never used up; a reply
-with "stall" streams its text and then hangs, like a model stuck mid-turn. Every request body is recorded and served back by
-GET /__requests, so a test can assert what a wire really sent. Stdlib only.
+with "stall" streams its text and then hangs, like a model stuck mid-turn; a reply with
+"pause" (seconds) waits that long before each piece of its text, like a slow model. Every
+request body is recorded and served back by GET /__requests, so a test can assert what a wire
+really sent. Stdlib only.
 """
 
 from __future__ import annotations
@@ -66,7 +68,10 @@ def reply_chunks(step: dict[str, Any], include_usage: bool) -> Iterator[dict[str
     yield chunk({"role": "assistant", "content": ""})
     for part in pieces(step.get("reasoning", "")):
         yield chunk({"reasoning_content": part})
+    pause = float(step.get("pause", 0))
     for part in pieces(step.get("text", "")):
+        if pause:
+            time.sleep(pause)
         yield chunk({"content": part})
     if step.get("stall"):
         threading.Event().wait()

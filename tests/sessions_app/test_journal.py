@@ -253,3 +253,14 @@ def test_a_live_lease_is_never_taken_over(session, scripted):
     lease_take(session.pk)
     assert scheduler.tick() == (0, 0)
     assert context_entries_now(session.pk) == []
+
+
+def test_a_runner_that_lost_its_lease_writes_nothing(session):
+    from harness.ports import LeaseLost
+
+    stale = lease_take(session.pk)
+    Session.objects.filter(pk=session.pk).update(lease_owner="the-runner-that-took-over")
+    with pytest.raises(LeaseLost):
+        services.entry_append(session_id=session.pk, kind="assistant", content="late", lease=stale)
+    assert not Entry.objects.filter(session=session).exists()
+    assert Session.objects.get(pk=session.pk).last_seq == 0

@@ -68,6 +68,12 @@ class ScriptedModel:
         self.port = int(self.process.stdout.readline())
         self.base_url = f"http://127.0.0.1:{self.port}/v1"
 
+    def requests(self) -> list[Any]:
+        """The request bodies the server has received, in order."""
+        url = self.base_url.removesuffix("/v1") + "/__requests"
+        with urllib.request.urlopen(url, timeout=10) as response:
+            return list(json.loads(response.read()))
+
     def close(self) -> None:
         self.process.kill()
         self.process.wait(timeout=10)
@@ -183,6 +189,21 @@ class Stack:
         status, session = self.api("POST", "/sessions", fields)
         assert status == 201, session
         return int(session["id"])
+
+    def sql(self, query: str) -> list[tuple[Any, ...]]:
+        """Rows read straight from the stack's database, for what the API does not show."""
+        if self.env.get("DATABASE_URL", "").startswith("postgres"):
+            import psycopg
+
+            with psycopg.connect(self.env["DATABASE_URL"], autocommit=True) as connection:
+                return list(connection.execute(query).fetchall())
+        import sqlite3
+
+        connection = sqlite3.connect(self.folder / "horsie.sqlite3")
+        try:
+            return list(connection.execute(query).fetchall())
+        finally:
+            connection.close()
 
     def ws_url(self, session_id: int, after: int = 0) -> str:
         return f"ws://127.0.0.1:{self.port}/ws/v1/sessions/{session_id}/?token={self.token}&after={after}"
