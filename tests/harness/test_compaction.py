@@ -14,7 +14,12 @@ from harness.messages import (
     AssistantMessage,
     LogEntry,
     ModelRequest,
+    ModelResponse,
+    ResponseDone,
+    ToolCall,
     ToolResultMessage,
+    Usage,
+    UserMessage,
 )
 from harness.providers.base import ProviderError
 from harness.testing import Archivist, MemoryStore, RecordingEvents, prompt_size
@@ -264,3 +269,37 @@ def test_the_summary_instruction_takes_any_text_as_its_anchor():
     text = request.messages[-1].text
     assert '«Use {"seq": 3} and {budget} literally»' in text
     assert "at most 500 tokens" in text and text.endswith("{keep} it")
+
+
+async def test_clear_tool_results_clears_before_it_summarises():
+    class Bulky(Archivist):
+        """Every turn calls a tool whose output is large: clearing is enough."""
+
+        async def stream(self, request):
+            last = request.messages[-1]
+            if isinstance(last, UserMessage) and last.text.startswith("Turn"):
+                self.turn_requests.append(request)
+                call = ToolCall(
+                    id=f"b{len(self.turn_requests)}",
+                    name="search_history",
+                    arguments='{"query": "box"}',
+                )
+                usage = Usage(input_tokens=prompt_size(request), output_tokens=5)
+                yield ResponseDone(response=ModelResponse(text="", tool_calls=(call,), usage=usage))
+                return
+            async for event in super().stream(request):
+                yield event
+
+    provider = Bulky()
+    store, config, deps = setup(provider, clear_tool_results=True)
+    for n in range(1, 9):
+        await store.append(1, kind="user", content=f"Turn {n}: search for the box")
+        await run_turn(config, deps)
+    kinds = [b.data["trigger"] for b in boundaries(store)]
+    assert kinds and kinds[0] == "clear", kinds
+    first = boundaries(store)[0]
+    assert first.data["tokens_after"] < config.policy.trigger_tokens
+    assert len(provider.summary_requests) < len(kinds), "clearing spared a summary"
+    last = provider.requests[-1]
+    assert any("Output cleared" in getattr(m, "text", "") for m in last.messages)
+    assert_pairs(last)
