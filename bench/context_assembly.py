@@ -98,8 +98,8 @@ def main() -> None:
 
     from harness.context import assemble
     from horsie_site import wiring
+    from sessions_app.selectors import context_entries_now
     from sessions_app.services import session_create
-    from sessions_app.stores import context_entries_now
     from teams_app.services import member_ensure
 
     user, team = member_ensure(username="bench", team_name="bench")

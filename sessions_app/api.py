@@ -41,7 +41,7 @@ from sessions_app.schemas import (
     entry_out,
     session_out,
 )
-from sessions_app.stores import context_entries_now
+from sessions_app.selectors import context_entries_now
 from sessions_app.waiting import wait_settled
 from teams_app.models import Team
 from teams_app.selectors import team_for_create

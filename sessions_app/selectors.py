@@ -10,6 +10,7 @@ from typing import Any
 from django.db.models import QuerySet
 from django.http import Http404
 
+from harness.messages import LogEntry
 from sessions_app.models import AgentPreset, Entry, ModelCard, Session
 from teams_app.selectors import teams_of
 
@@ -117,3 +118,12 @@ def context_rows(session_id: int, upto: int | None = None) -> list[Row]:
 
 def is_in_context(entry: Entry, cut: int) -> bool:
     return entry.seq >= cut and entry.kind in MODEL_VISIBLE
+
+
+def row_entry(row: Row) -> LogEntry:
+    seq, kind, content, data, tokens = row
+    return LogEntry(seq=seq, kind=kind, content=content, data=data, tokens=tokens)  # type: ignore[arg-type]
+
+
+def context_entries_now(session_id: int, upto: int | None = None) -> list[LogEntry]:
+    return [row_entry(row) for row in context_rows(session_id, upto)]

@@ -17,13 +17,14 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
+from harness import loop
 from harness.ports import LeaseLost
 from sessions_app import events
 from sessions_app.journal import journal_apply, state_load
 from sessions_app.leases import lease_release, lease_take, lease_take_over
 from sessions_app.models import AgentPreset, Entry, ModelCard, QueuedInput, Session
 from sessions_app.schemas import entry_out
-from sessions_app.selectors import MODEL_VISIBLE, cut_seq
+from sessions_app.selectors import context_entries_now, cut_seq
 from teams_app.models import Team
 
 SELECTION_FIELDS = (
@@ -281,19 +282,8 @@ def turn_interrupted(session_id: int) -> bool:
 
 
 def owes_reply(session_id: int) -> bool:
-    """Whether the log's last model-visible entry is one the model has not answered."""
-    last = (
-        Entry.objects.filter(session_id=session_id, kind__in=MODEL_VISIBLE)
-        .order_by("-seq")
-        .values_list("kind", "data")
-        .first()
-    )
-    if last is None:
-        return False
-    kind, data = last
-    if kind == "assistant":
-        return False
-    return kind != "command" or bool(data.get("expansion"))
+    """Whether the last message in the session's context is one the model has not answered."""
+    return loop.owes_reply(context_entries_now(session_id))
 
 
 def inputs_enter_log(session_id: int) -> tuple[dict[int, int], bool]:

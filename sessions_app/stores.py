@@ -11,7 +11,7 @@ from harness.state import SessionState
 from sessions_app.journal import state_load
 from sessions_app.leases import lease_renew
 from sessions_app.models import Entry
-from sessions_app.selectors import ROW_FIELDS, Row, context_rows
+from sessions_app.selectors import ROW_FIELDS, context_entries_now, row_entry
 from sessions_app.services import entry_append, turn_boundary
 from sessions_app.threads import db
 
@@ -27,10 +27,6 @@ def log_entry(row: Entry) -> LogEntry:
     )
 
 
-def context_entries_now(session_id: int, upto: int | None = None) -> list[LogEntry]:
-    return [row_entry(row) for row in context_rows(session_id, upto)]
-
-
 def search_now(session_id: int, query: str, limit: int) -> list[LogEntry]:
     rows = (
         Entry.objects.filter(session_id=session_id, content__icontains=query)
@@ -43,11 +39,6 @@ def search_now(session_id: int, query: str, limit: int) -> list[LogEntry]:
 def read_now(session_id: int, seq: int) -> LogEntry | None:
     row = Entry.objects.filter(session_id=session_id, seq=seq).values_list(*ROW_FIELDS).first()
     return row_entry(row) if row else None
-
-
-def row_entry(row: Row) -> LogEntry:
-    seq, kind, content, data, tokens = row
-    return LogEntry(seq=seq, kind=kind, content=content, data=data, tokens=tokens)  # type: ignore[arg-type]
 
 
 class OrmTranscriptStore:

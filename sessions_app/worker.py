@@ -29,8 +29,9 @@ from sessions_app.branching import fork_boundary_append
 from sessions_app.events import ChannelEvents
 from sessions_app.leases import lease_seconds
 from sessions_app.models import Session
+from sessions_app.selectors import context_entries_now
 from sessions_app.services import entry_append, session_release
-from sessions_app.stores import OrmTranscriptStore, context_entries_now
+from sessions_app.stores import OrmTranscriptStore
 from sessions_app.threads import db
 
 log = logging.getLogger(__name__)

@@ -16,7 +16,7 @@ from sessions_app import scheduler, services
 from sessions_app.journal import state_load
 from sessions_app.leases import lease_take
 from sessions_app.models import ArmedTimer, Entry, QueuedInput, Session, Snapshot
-from sessions_app.stores import context_entries_now
+from sessions_app.selectors import context_entries_now
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
