@@ -20,7 +20,7 @@ boundary entry.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from harness.context import Context, latest_boundary
 from harness.messages import LogEntry, ModelRequest, UserMessage
@@ -173,6 +173,13 @@ starts from it alone. Write that summary.
 {anchor_rule}
 {rules}"""
 
+SPAN_INSTRUCTION = """\
+[Compaction] Everything in this conversation is about to leave your context (the most
+recent messages, which stay verbatim, are not shown here). Write the session's running
+summary that replaces it.
+{anchor_rule}
+{rules}"""
+
 HANDOFF_INSTRUCTION = """\
 [Handoff] Write a handoff document for a colleague who continues this work in a new session
 and will not see this conversation. Use these sections: Goal; Decisions (with the reasons);
@@ -191,18 +198,20 @@ def summary_request(
     budget: int,
     instructions: str | None,
     max_output_tokens: int | None,
+    span: bool = False,
 ) -> ModelRequest:
-    """The current context, unchanged, plus one instruction at the end.
+    """The context, unchanged, plus one instruction at the end.
 
     `anchor` is the start of the first entry kept verbatim; None summarises everything (a
-    fork).
+    fork). `span` says the context holds only what is to be folded (`span_context`).
     """
     rule = ANCHOR_PREVIOUS if has_previous else ANCHOR_FIRST
     rules = SUMMARY_RULES.format(budget=budget)
-    if anchor is None:
-        text = FORK_INSTRUCTION.format(
-            anchor_rule=rule.replace(", up to that message", ""), rules=rules
-        )
+    whole_rule = rule.replace(", up to that message", "")
+    if span:
+        text = SPAN_INSTRUCTION.format(anchor_rule=whole_rule, rules=rules)
+    elif anchor is None:
+        text = FORK_INSTRUCTION.format(anchor_rule=whole_rule, rules=rules)
     else:
         text = SUMMARY_INSTRUCTION.format(
             anchor=" ".join(anchor.split())[:160], anchor_rule=rule, rules=rules
@@ -227,3 +236,54 @@ def instruction_request(
         tools=context.tools,
         max_output_tokens=max(limit, 64),
     )
+
+
+# When the fold does not fit ------------------------------------------------------------
+
+FIT = 0.95  # of the window: estimates run a little low on some tokenizers
+CUT_NOTE = "\n[… {n} characters left out of this summary request; the entry is whole in the log]\n"
+
+
+def request_tokens(request: ModelRequest) -> int:
+    """The estimated size of a request, with room for its output."""
+    text = sum(estimate_tokens(getattr(m, "text", "")) for m in request.messages)
+    tools = sum(
+        estimate_tokens(t.description) + estimate_tokens(str(t.parameters)) for t in request.tools
+    )
+    return text + tools + (request.max_output_tokens or 0)
+
+
+def fits(request: ModelRequest, window: int | None) -> bool:
+    return window is None or request_tokens(request) <= FIT * window
+
+
+def squeezed(request: ModelRequest, window: int) -> ModelRequest:
+    """The request with its longest messages cut in the middle until it fits the window.
+
+    Only for a fold that cannot fit otherwise: the summary then sees the head and tail of a
+    huge message, and the whole of it stays in the log for `read_entry`.
+    """
+    over = request_tokens(request) - int(FIT * window)
+    if over <= 0:
+        return request
+    body = list(request.messages[1:-1])  # never the system prompt or the instruction
+    lengths = [len(getattr(m, "text", "")) for m in body]
+    low, high = 200, max(lengths, default=200)
+    while low < high:  # the largest per-message cap that sheds enough characters
+        cap = (low + high + 1) // 2
+        shed = sum(max(0, n - cap) for n in lengths)
+        if shed >= over * 4:
+            low = cap
+        else:
+            high = cap - 1
+    cap = low
+    out = [request.messages[0]]
+    for message, n in zip(body, lengths, strict=True):
+        text = getattr(message, "text", "")
+        if n > cap:
+            half = cap // 2
+            text = text[:half] + CUT_NOTE.format(n=n - 2 * half) + text[n - half :]
+            message = replace(message, text=text)
+        out.append(message)
+    out.append(request.messages[-1])
+    return replace(request, messages=tuple(out))

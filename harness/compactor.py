@@ -14,7 +14,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
-from harness.compaction import Policy, clear_point, handoff_request, plan_cut, summary_request
+from harness.compaction import (
+    Policy,
+    clear_point,
+    fits,
+    handoff_request,
+    plan_cut,
+    squeezed,
+    summary_request,
+)
 from harness.context import Context, assemble, latest_boundary, message_text
 from harness.messages import LogEntry, ModelRequest, Usage
 from harness.providers.base import Provider, ProviderError, complete
@@ -60,27 +68,19 @@ async def compact(
         if cleared is not None and cleared < (policy.trigger_tokens or 0):
             return "cleared"
         context, entries = await rebuilt(config, deps)
-    anchor_entry = next(e for e in visible if e.seq == cut)
-    request = summary_request(
-        context,
-        anchor=anchor_text(anchor_entry),
-        has_previous=bool(boundary and boundary.content.strip()),
-        budget=policy.summary_budget,
-        instructions=instructions,
-        max_output_tokens=config.max_output_tokens,
-    )
     try:
-        written = await summarise(deps.provider, request)
+        written = await fold(config, deps, policy, context, entries, cut, instructions)
     except ProviderError as error:
+        cleared = await clear(config, deps, policy, context, entries, tokens_before, "fallback")
         await say(
             config,
             deps,
             "compaction_failed",
-            f"Compaction failed ({error}). Old tool outputs are cleared instead; compaction is "
-            "tried again at the next turn boundary.",
+            f"Compaction failed ({error}). "
+            + ("Old tool outputs were cleared instead. " if cleared is not None else "")
+            + "Compaction is tried again at the next turn boundary.",
             error=error.code,
         )
-        await clear(config, deps, policy, context, entries, tokens_before, "fallback")
         return "failed"
     state = await deps.store.state(config.session_id)
     data: dict[str, Any] = {
@@ -98,6 +98,51 @@ async def compact(
     data["tokens_after"] = tokens_after(config, context, entries, summary, data)
     await deps.store.append(config.session_id, kind="boundary", content=summary, data=data)
     return "compacted"
+
+
+async def fold(
+    config: TurnConfig,
+    deps: Deps,
+    policy: Policy,
+    context: Context,
+    entries: Sequence[LogEntry],
+    cut: int,
+    instructions: str | None,
+) -> Written:
+    """The summary call. First the current context plus the instruction, which shares the
+    last call's prefix; when that cannot fit the window (a turn that jumped far past the
+    trigger) or the provider says it is too long, only the span being folded, its longest
+    messages cut in the middle if even that is too big."""
+    boundary = latest_boundary(entries)
+    has_previous = bool(boundary and boundary.content.strip())
+    window = config.policy.window if config.policy else None
+    anchor = anchor_text(next(e for e in entries if e.seq == cut))
+    request = summary_request(
+        context,
+        anchor=anchor,
+        has_previous=has_previous,
+        budget=policy.summary_budget,
+        instructions=instructions,
+        max_output_tokens=config.max_output_tokens,
+    )
+    if fits(request, window):
+        try:
+            return await summarise(deps.provider, request)
+        except ProviderError as error:
+            if error.code != "context_length_exceeded":
+                raise
+    folded = [e for e in entries if e.seq < cut or e is boundary]
+    span = assemble(system_prompt=config.system_prompt, tools=context.tools, entries=folded)
+    request = summary_request(
+        span,
+        anchor=None,
+        has_previous=has_previous,
+        budget=policy.summary_budget,
+        instructions=instructions,
+        max_output_tokens=config.max_output_tokens,
+        span=True,
+    )
+    return await summarise(deps.provider, squeezed(request, window) if window else request)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -7,7 +7,7 @@ span before the cut.
 
 from __future__ import annotations
 
-from harness.compaction import Policy, plan_cut
+from harness.compaction import Policy, plan_cut, request_tokens
 from harness.context import SUMMARY_HEADER
 from harness.loop import Deps, TurnConfig, run_turn
 from harness.messages import (
@@ -116,9 +116,9 @@ async def test_no_request_splits_a_call_from_its_result():
 
 async def test_the_compaction_request_extends_the_previous_turn_request():
     provider = Archivist()
-    store, config, deps = setup(provider)
-    await talk(store, config, deps, 30)
-    assert provider.summary_requests
+    store, config, deps = setup(provider, window=8_000)  # a turn is small beside the window
+    await talk(store, config, deps, 90)
+    assert len(provider.summary_requests) >= 3
     for summary_request in provider.summary_requests:
         index = provider.requests.index(summary_request)
         previous = provider.requests[index - 1]
@@ -303,3 +303,22 @@ async def test_clear_tool_results_clears_before_it_summarises():
     last = provider.requests[-1]
     assert any("Output cleared" in getattr(m, "text", "") for m in last.messages)
     assert_pairs(last)
+
+
+async def test_a_fold_too_big_for_the_window_sends_only_the_span_and_fits():
+    provider = Archivist()
+    store, config, deps = setup(provider)
+    await talk(store, config, deps, 3)
+    huge = "Remember MARKER-BIG-42. " + "an enormous paste of logs " * 250  # ~1,600 tokens at once
+    await store.append(1, kind="user", content=huge)
+    await run_turn(config, deps)
+    await talk(store, config, deps, 2, start=5)
+    assert provider.summary_requests
+    for request in provider.summary_requests:
+        assert request_tokens(request) <= WINDOW, request_tokens(request)
+        assert request.messages[-1].text.startswith("[Compaction]")
+    span = [r for r in provider.summary_requests if "are not shown here" in r.messages[-1].text]
+    assert span, "the oversized fold fell back to the span"
+    assert any("MARKER-BIG-42" in b.content for b in boundaries(store))
+    assert store.entries[-1].kind == "assistant", "the session goes on"
+    assert not [e for e in store.entries if e.kind == "notice"]
