@@ -240,7 +240,7 @@ def instruction_request(
 
 # When the fold does not fit ------------------------------------------------------------
 
-FIT = 0.95  # of the window: estimates run a little low on some tokenizers
+FIT = 1.0  # of the window; when the estimate runs low the provider says so and the span is sent
 CUT_NOTE = "\n[… {n} characters left out of this summary request; the entry is whole in the log]\n"
 
 
@@ -263,25 +263,32 @@ def squeezed(request: ModelRequest, window: int) -> ModelRequest:
     Only for a fold that cannot fit otherwise: the summary then sees the head and tail of a
     huge message, and the whole of it stays in the log for `read_entry`.
     """
-    over = request_tokens(request) - int(FIT * window)
-    if over <= 0:
-        return request
+    shed = 0
+    cut = request
+    for _ in range(5):  # each cut adds a note: shed a little more until it fits
+        over = request_tokens(cut) - int(FIT * window)
+        if over <= 0:
+            return cut
+        shed += over * 4 + 200
+        cut = cut_longest(request, shed)
+    return cut
+
+
+def cut_longest(request: ModelRequest, shed: int) -> ModelRequest:
     body = list(request.messages[1:-1])  # never the system prompt or the instruction
     lengths = [len(getattr(m, "text", "")) for m in body]
     low, high = 200, max(lengths, default=200)
-    while low < high:  # the largest per-message cap that sheds enough characters
+    while low < high:  # the largest per-message cap that sheds `shed` characters
         cap = (low + high + 1) // 2
-        shed = sum(max(0, n - cap) for n in lengths)
-        if shed >= over * 4:
+        if sum(max(0, n - cap) for n in lengths) >= shed:
             low = cap
         else:
             high = cap - 1
-    cap = low
     out = [request.messages[0]]
     for message, n in zip(body, lengths, strict=True):
         text = getattr(message, "text", "")
-        if n > cap:
-            half = cap // 2
+        if n > low:
+            half = low // 2
             text = text[:half] + CUT_NOTE.format(n=n - 2 * half) + text[n - half :]
             message = replace(message, text=text)
         out.append(message)

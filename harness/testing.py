@@ -95,7 +95,9 @@ def split(text: str, chunks: int) -> list[str]:
 
 
 def prompt_size(request: ModelRequest) -> int:
-    return sum(len(getattr(m, "text", "")) for m in request.messages) // 4
+    """The prompt's size as a provider would report it: messages and tool definitions."""
+    tools = sum(len(t.name) + len(t.description) + len(str(t.parameters)) for t in request.tools)
+    return (sum(len(getattr(m, "text", "")) for m in request.messages) + tools) // 4
 
 
 @dataclass

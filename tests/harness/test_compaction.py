@@ -322,3 +322,24 @@ async def test_a_fold_too_big_for_the_window_sends_only_the_span_and_fits():
     assert any("MARKER-BIG-42" in b.content for b in boundaries(store))
     assert store.entries[-1].kind == "assistant", "the session goes on"
     assert not [e for e in store.entries if e.kind == "notice"]
+
+
+def test_a_squeezed_request_fits_and_keeps_head_and_tail():
+    from harness.compaction import squeezed
+    from harness.messages import ModelRequest, SystemMessage
+
+    big = "HEAD " + "middle " * 2000 + " TAIL"
+    request = ModelRequest(
+        messages=(
+            SystemMessage(text="s"),
+            UserMessage(text=big),
+            UserMessage(text="short"),
+            UserMessage(text="[Compaction] summarise"),
+        ),
+        max_output_tokens=100,
+    )
+    small = squeezed(request, 1_000)
+    assert request_tokens(small) <= 1_000
+    text = small.messages[1].text
+    assert text.startswith("HEAD") and text.endswith("TAIL") and "characters left out" in text
+    assert small.messages[2].text == "short" and small.messages[-1] == request.messages[-1]
