@@ -111,3 +111,33 @@ async def test_openai_chat_streams_from_llama_cpp_server(llama_server: str) -> N
     done = events[-1]
     assert isinstance(done, ResponseDone)
     assert done.response.text
+
+
+async def test_a_long_session_on_the_bundled_model_compacts_and_never_wedges() -> None:
+    """Messages of ~500 tokens against a 2,048-token window: one turn can take the prompt
+    from below the trigger to past what a summary request holds. Every turn must still
+    get a reply, through several compactions."""
+    from harness.compaction import Policy
+    from harness.loop import Deps, TurnConfig, run_turn
+    from harness.testing import MemoryStore, RecordingEvents
+
+    card = CardConfig(wire="local", model="smollm2-135m", context_window=2048, max_output_tokens=48)
+    store = MemoryStore()
+    config = TurnConfig(
+        session_id=1,
+        system_prompt="Answer in one sentence.",
+        max_steps=3,
+        max_output_tokens=48,
+        model="smollm2-135m",
+        policy=Policy(window=2048, max_output_tokens=48),
+    )
+    deps = Deps(store=store, events=RecordingEvents(), provider=build_provider(card), tools={})
+    for n in range(1, 9):
+        text = f"Note {n}: the relay station {n} needs fresh horses. " + "hay and oats " * 120
+        await store.append(1, kind="user", content=text)
+        assert await run_turn(config, deps) == "reply", store.entries[-1]
+        assert store.entries[-1].kind == "assistant"
+    boundaries = [e for e in store.entries if e.kind == "boundary"]
+    assert len(boundaries) >= 2
+    assert all(b.content.strip() for b in boundaries)
+    assert not [e for e in store.entries if e.kind == "notice"], "no failed call or fold"
