@@ -9,6 +9,7 @@ fallback clears old tool outputs instead; the loop retries at the next turn boun
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -114,17 +115,15 @@ async def fold(
     trigger) or the provider says it is too long, only the span being folded, its longest
     messages cut in the middle if even that is too big."""
     boundary = latest_boundary(entries)
-    has_previous = bool(boundary and boundary.content.strip())
     window = config.policy.window if config.policy else None
-    anchor = anchor_text(next(e for e in entries if e.seq == cut))
-    request = summary_request(
-        context,
-        anchor=anchor,
-        has_previous=has_previous,
+    ask = functools.partial(
+        summary_request,
+        has_previous=bool(boundary and boundary.content.strip()),
         budget=policy.summary_budget,
         instructions=instructions,
         max_output_tokens=config.max_output_tokens,
     )
+    request = ask(context, anchor=anchor_text(next(e for e in entries if e.seq == cut)))
     if fits(request, window):
         try:
             return await summarise(deps.provider, request)
@@ -133,15 +132,7 @@ async def fold(
                 raise
     folded = [e for e in entries if e.seq < cut or e is boundary]
     span = assemble(system_prompt=config.system_prompt, tools=context.tools, entries=folded)
-    request = summary_request(
-        span,
-        anchor=None,
-        has_previous=has_previous,
-        budget=policy.summary_budget,
-        instructions=instructions,
-        max_output_tokens=config.max_output_tokens,
-        span=True,
-    )
+    request = ask(span, anchor=None, span=True)
     return await summarise(deps.provider, squeezed(request, window) if window else request)
 
 
