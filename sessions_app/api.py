@@ -314,7 +314,11 @@ def summary_post(request: HttpRequest, session_id: int, payload: SummaryEditIn) 
     "/sessions/{session_id}/context", response={200: ContextOut, **ERRORS}, tags=["sessions"]
 )
 def context_get(request: HttpRequest, session_id: int) -> Any:
-    session = selectors.access_session(request.user, session_id)
+    return context_json(selectors.access_session(request.user, session_id))
+
+
+def context_json(session: Session) -> dict[str, Any]:
+    """Exactly what the model would be sent next, block by block (for the API and the page)."""
     tools = [tool.spec for tool in wiring.tools_for(session).values()]
     context = assemble(
         system_prompt=session.system_prompt, tools=tools, entries=context_entries_now(session.pk)

@@ -307,7 +307,7 @@ def context_chart(request: HttpRequest, session_id: int) -> TemplateResponse:
 def context_view(request: HttpRequest, session_id: int) -> TemplateResponse:
     """What the model is sent next, block by block: the API's `GET /context`, as a partial."""
     session = access_session(request.user, session_id)
-    model_context = api.context_get(request, session.pk)  # one assembly, for API and page
+    model_context = api.context_json(session)
     context = {"session": session, "model_context": model_context}
     return TemplateResponse(request, f"{DETAIL}#context-view", context)
 
