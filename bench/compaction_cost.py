@@ -15,8 +15,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from harness.compaction import Policy  # noqa: E402
-from harness.loop import Deps, TurnConfig, run_turn  # noqa: E402
+from harness.compaction.policy import Policy  # noqa: E402
+from harness.loop import run_turn  # noqa: E402
+from harness.runtime import Deps, TurnConfig  # noqa: E402
 from harness.testing import Archivist, MemoryStore, RecordingEvents, prompt_size  # noqa: E402
 from harness.tools import builtin_tools  # noqa: E402
 

@@ -1,14 +1,18 @@
 """Context assembly: what the model is handed on each call, as a pure function of values.
 
 The order is fixed so the provider's prompt-cache prefix stays stable from call to call:
-the system block (the system prompt, then the tool list); then, when the session has
-compacted, the latest boundary's summary and the durable state it carried, verbatim; then
-the verbatim entries from the boundary's cut, in log order. A tool output the boundary
-cleared is a stub that says how to read it back, and one longer than `preview_chars` is
-shown as its head plus the seq to read the rest. Each block carries its token count so the same value answers
-`GET /context`, feeds the context meter and becomes the model request. A tool call is never
-separated from its result: a call whose result is missing (a crash mid-tool) gets an error
-result, and a result whose call is not in view is left out.
+the system block (the system prompt, then the tool list when the wire can carry tools);
+then, when the session has compacted, the latest boundary's summary and the durable state it
+carried, verbatim; then the verbatim entries from the boundary's cut, in log order. Every
+block is counted by the session's one `TokenCounter`, so the same value answers
+`GET /context`, feeds the context meter, decides compaction and becomes the model request.
+
+Nothing is ever too big to send: a tool output the boundary cleared is a stub that says how
+to read it back, and an input or tool output larger than `entry_limit` tokens (or a tool
+output over `preview_chars`) is shown as its head and tail plus the seq to read the rest,
+and named in `Context.shortened`. A tool call is never separated from its result: a call
+whose result is missing (a crash mid-tool) gets an error result, and a result whose call is
+not in view is left out.
 """
 
 from __future__ import annotations
@@ -29,12 +33,14 @@ from harness.messages import (
     ToolSpec,
     UserMessage,
 )
-from harness.tokens import estimate_tokens
+from harness.tokens import ESTIMATE, TokenCounter, estimate_tokens
 
 BlockKind = Literal["system", "memory", "summary", "state", "entry"]
 MISSING_RESULT = "No result was recorded for this call (the turn was interrupted)."
 PREVIEW_CHARS = 8_000
 SUMMARY_HEADER = "[Summary of the session before this point, written at compaction]"
+SHORTENED_KINDS = ("user", "answer", "tool_result", "subagent_result", "timer")
+HEAD_SHARE = 0.7  # of a shortened entry's room: the head says what it is, the tail how it ends
 STATE_HEADER = "[Durable state carried over at compaction, verbatim]"
 
 
@@ -45,6 +51,7 @@ class Block:
     text: str
     tokens: int
     seq: int | None = None
+    estimate: int = 0  # the raw chars/4 estimate, which calibration is measured against
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -52,10 +59,15 @@ class Context:
     blocks: tuple[Block, ...]
     messages: tuple[Message, ...]
     tools: tuple[ToolSpec, ...]
+    shortened: tuple[int, ...] = ()  # seqs shown as head and tail
 
     @property
     def tokens(self) -> int:
         return sum(block.tokens for block in self.blocks)
+
+    @property
+    def estimate(self) -> int:
+        return sum(block.estimate for block in self.blocks)
 
     def request(self, max_output_tokens: int | None) -> ModelRequest:
         return ModelRequest(
@@ -68,55 +80,82 @@ def assemble(
     system_prompt: str,
     tools: Sequence[ToolSpec],
     entries: Sequence[LogEntry],
+    counter: TokenCounter = ESTIMATE,
+    entry_limit: int | None = None,
     preview_chars: int = PREVIEW_CHARS,
 ) -> Context:
     """`entries` are the log from the latest cut on (plus the latest boundary, wherever it is)."""
     blocks: list[Block] = []
     messages: list[Message] = []
     if system_prompt:
-        blocks.append(system_block(system_prompt))
+        blocks.append(counted(counter, kind="system", role="system", text=system_prompt))
         messages.append(SystemMessage(text=system_prompt))
     if tools:
-        blocks.append(tools_block(tools))
+        blocks.append(counted(counter, kind="system", role="tools", text=tools_text(tools)))
     boundary = latest_boundary(entries)
     if boundary is not None:
-        for block in boundary_blocks(boundary):
+        for block in boundary_blocks(boundary, counter):
             blocks.append(block)
             messages.append(UserMessage(text=block.text))
     cut = int(boundary.data.get("first_kept_seq", 0)) if boundary else 0
-    cleared = int(boundary.data.get("cleared_before", 0)) if boundary else 0
+    view = View(
+        cleared_before=int(boundary.data.get("cleared_before", 0)) if boundary else 0,
+        preview_chars=preview_chars,
+        entry_limit=entry_limit,
+        counter=counter,
+    )
     visible = [e for e in entries if e.seq >= cut]
-    for entry, message in paired(entry_messages(visible, cleared, preview_chars)):
+    shortened: list[int] = []
+    for entry, message in paired(entry_messages(visible, view, shortened)):
         messages.append(message)
-        blocks.append(entry_block(entry, message))
-    return Context(blocks=tuple(blocks), messages=tuple(messages), tools=tuple(tools))
+        blocks.append(
+            counted(
+                counter, kind="entry", role=message.kind, text=message_text(message), seq=entry.seq
+            )  # fmt: skip
+        )
+    return Context(
+        blocks=tuple(blocks),
+        messages=tuple(messages),
+        tools=tuple(tools),
+        shortened=tuple(shortened),
+    )
+
+
+def counted(counter: TokenCounter, *, kind: BlockKind, role: str, text: str,
+            seq: int | None = None) -> Block:  # fmt: skip
+    return Block(
+        kind=kind,
+        role=role,
+        text=text,
+        tokens=counter.count(text) + counter.overhead,
+        seq=seq,
+        estimate=estimate_tokens(text),
+    )
+
+
+@dataclass(frozen=True, kw_only=True)
+class View:
+    """How entries are shown: what the boundary cleared, and how large one may be."""
+
+    cleared_before: int = 0
+    preview_chars: int = PREVIEW_CHARS
+    entry_limit: int | None = None
+    counter: TokenCounter = ESTIMATE
 
 
 def latest_boundary(entries: Sequence[LogEntry]) -> LogEntry | None:
     return next((e for e in reversed(entries) if e.kind == "boundary"), None)
 
 
-def boundary_blocks(boundary: LogEntry) -> list[Block]:
+def boundary_blocks(boundary: LogEntry, counter: TokenCounter = ESTIMATE) -> list[Block]:
     blocks: list[Block] = []
     if boundary.content.strip():
         text = f"{SUMMARY_HEADER}\n{boundary.content}"
-        blocks.append(
-            Block(
-                kind="summary",
-                role="user",
-                text=text,
-                tokens=estimate_tokens(text),
-                seq=boundary.seq,
-            )
-        )
+        blocks.append(counted(counter, kind="summary", role="user", text=text, seq=boundary.seq))
     carried = render_state(boundary.data.get("carried") or {})
     if carried:
         text = f"{STATE_HEADER}\n{carried}"
-        blocks.append(
-            Block(
-                kind="state", role="user", text=text, tokens=estimate_tokens(text), seq=boundary.seq
-            )
-        )
+        blocks.append(counted(counter, kind="state", role="user", text=text, seq=boundary.seq))
     return blocks
 
 
@@ -142,26 +181,10 @@ def render_state(carried: Mapping[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def system_block(system_prompt: str) -> Block:
-    return Block(
-        kind="system", role="system", text=system_prompt, tokens=estimate_tokens(system_prompt)
-    )
-
-
-def tools_block(tools: Sequence[ToolSpec]) -> Block:
-    text = json.dumps(
+def tools_text(tools: Sequence[ToolSpec]) -> str:
+    return json.dumps(
         [{"name": t.name, "description": t.description, "parameters": t.parameters} for t in tools]
     )
-    return Block(kind="system", role="tools", text=text, tokens=estimate_tokens(text))
-
-
-def entry_block(entry: LogEntry, message: Message) -> Block:
-    text = message_text(message)
-    counted = (
-        entry.tokens is not None and entry.kind == message.kind and entry.kind != "tool_result"
-    )
-    tokens = entry.tokens if counted and entry.tokens is not None else estimate_tokens(text)
-    return Block(kind="entry", role=message.kind, text=text, tokens=tokens, seq=entry.seq)
 
 
 def message_text(message: Message) -> str:
@@ -172,33 +195,53 @@ def message_text(message: Message) -> str:
 
 
 def entry_messages(
-    entries: Sequence[LogEntry], cleared_before: int = 0, preview_chars: int = PREVIEW_CHARS
+    entries: Sequence[LogEntry], view: View | None = None, shortened: list[int] | None = None
 ) -> list[tuple[LogEntry, Message]]:
-    """The model-visible entries as messages, in log order."""
+    """The model-visible entries as messages, in log order; `shortened` collects the seqs
+    shown as head and tail."""
+    view = view or View()
     out: list[tuple[LogEntry, Message]] = []
     for entry in entries:
         message = entry_message(entry)
-        if isinstance(message, ToolResultMessage):
-            message = shortened(message, entry.seq, cleared_before, preview_chars)
-        if message is not None:
-            out.append((entry, message))
+        if message is None:
+            continue
+        if isinstance(message, ToolResultMessage) and entry.seq < view.cleared_before:
+            text = f'[Output cleared to save context. read_entry {{"seq": {entry.seq}}} returns it whole.]'
+            message = replace(message, text=text)
+        elif entry.kind in SHORTENED_KINDS:
+            short = fitted(message_text(message), entry, view)
+            if short is not None:
+                message = replace(message, text=short)
+                if shortened is not None:
+                    shortened.append(entry.seq)
+        out.append((entry, message))
     return out
 
 
-def shortened(
-    message: ToolResultMessage, seq: int, cleared_before: int, preview_chars: int
-) -> ToolResultMessage:
-    if seq < cleared_before:
-        text = f'[Output cleared to save context. read_entry {{"seq": {seq}}} returns it whole.]'
-        return replace(message, text=text)
-    if len(message.text) > preview_chars:
-        rest = len(message.text) - preview_chars
-        text = (
-            f"{message.text[:preview_chars]}\n[… {rest} more characters. The whole output is "
-            f'entry {seq}: read_entry {{"seq": {seq}}}.]'
-        )
-        return replace(message, text=text)
-    return message
+def fitted(text: str, entry: LogEntry, view: View) -> str | None:
+    """The head and tail of a text too large to show whole, or None when it fits."""
+    chars = len(text)
+    if entry.kind == "tool_result" and chars > view.preview_chars:
+        chars = view.preview_chars
+    limit = view.entry_limit
+    if limit is not None:
+        tokens = view.counter.count(text)
+        if tokens > limit:
+            chars = min(chars, int(len(text) * limit / tokens * 0.95))
+    if chars >= len(text):
+        return None
+    return head_and_tail(text, entry.seq, max(chars - 160, chars // 2))
+
+
+def head_and_tail(text: str, seq: int, room: int) -> str:
+    head = int(room * HEAD_SHARE)
+    tail = room - head
+    left = len(text) - head - tail
+    note = (
+        f"\n[… {left} characters left out here: the entry is too large to show whole. "
+        f'It is kept whole in the log: read_entry {{"seq": {seq}, "offset": {head}}} reads on.]\n'
+    )
+    return text[:head] + note + text[len(text) - tail :]
 
 
 def entry_message(entry: LogEntry) -> Message | None:

@@ -14,14 +14,14 @@ the store owns the lease that makes it one turn at a time per session.
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-from harness.compaction import Policy, next_prompt_tokens
-from harness.compactor import compact, handoff
-from harness.context import Context, assemble, entry_message
+from harness.compaction.runner import compact, handoff, say
+from harness.context import Context, entry_message
 from harness.messages import (
     LogEntry,
     ModelRequest,
@@ -31,20 +31,14 @@ from harness.messages import (
     TextDelta,
     ToolCall,
 )
-from harness.ports import EventSink, TranscriptStore
-from harness.providers.base import Provider, ProviderError
+from harness.providers.base import ProviderError
+from harness.providers.overflow import read_overflow
+from harness.runtime import Deps, SessionView, TurnConfig, read_view
 from harness.tokens import estimate_tokens
 from harness.tools.base import Tool, ToolContext, ToolOutcome
 
-
-@dataclass(frozen=True, kw_only=True)
-class TurnConfig:
-    session_id: int
-    system_prompt: str
-    max_steps: int
-    max_output_tokens: int | None
-    model: str
-    policy: Policy | None = None
+log = logging.getLogger(__name__)
+SAFE_MARGIN = 0.8  # a server that names no limit took less than this share of what failed
 
 
 @dataclass
@@ -53,14 +47,7 @@ class TurnFlags:
 
     compaction_failed: bool = False
     overflow_retried: bool = False
-
-
-@dataclass(frozen=True, kw_only=True)
-class Deps:
-    store: TranscriptStore
-    events: EventSink
-    provider: Provider
-    tools: Mapping[str, Tool]
+    said: set[str] = field(default_factory=set)  # notice codes already given this turn
 
 
 TurnEnd = Literal["reply", "question", "compacted", "max_steps", "provider_error"]
@@ -79,22 +66,22 @@ async def run_turn(config: TurnConfig, deps: Deps) -> TurnEnd:
     state = await deps.store.state(config.session_id)
     if state.pending_handoff is not None:
         await handoff(config, deps)
-        _, entries = await build_context(config, deps)
-        if not owes_reply(entries) and state.pending_compact is None:
+        view = await read_view(config, deps)
+        if not owes_reply(view.entries) and state.pending_compact is None:
             return "compacted"
     if state.pending_compact is not None:
-        context, entries = await build_context(config, deps)
+        view = await read_view(config, deps)
         await compact(
             config,
             deps,
-            trigger="manual",
-            context=context,
-            entries=entries,
-            tokens_before=next_prompt_tokens(context, entries),
+            view,
+            why="manual",
+            tokens_before=view.context.tokens,
             instructions=state.pending_compact.get("instructions"),
+            said=flags.said,
         )
-        _, entries = await build_context(config, deps)
-        if not owes_reply(entries):
+        view = await read_view(config, deps)
+        if not owes_reply(view.entries):
             return "compacted"
     for _ in range(config.max_steps):
         await deps.store.keep_alive(config.session_id)
@@ -112,13 +99,6 @@ async def run_turn(config: TurnConfig, deps: Deps) -> TurnEnd:
     return "max_steps"
 
 
-async def build_context(config: TurnConfig, deps: Deps) -> tuple[Context, Sequence[LogEntry]]:
-    entries = await deps.store.context_entries(config.session_id)
-    specs = [tool.spec for tool in deps.tools.values()] if deps.provider.capabilities.tools else []
-    context = assemble(system_prompt=config.system_prompt, tools=specs, entries=entries)
-    return context, entries
-
-
 def owes_reply(entries: Sequence[LogEntry]) -> bool:
     """Whether the last message in context is one the model has not answered yet."""
     for entry in reversed(entries):
@@ -128,34 +108,31 @@ def owes_reply(entries: Sequence[LogEntry]) -> bool:
     return False
 
 
-async def auto_compacted(
-    config: TurnConfig, deps: Deps, flags: TurnFlags
-) -> tuple[Context, Sequence[LogEntry]]:
-    """The context for the next call, compacted first when the trigger is reached."""
-    context, entries = await build_context(config, deps)
-    policy = config.policy
-    if policy is None or not policy.armed or flags.compaction_failed:
-        return context, entries
-    tokens = next_prompt_tokens(context, entries)
-    if policy.trigger_tokens is None or tokens < policy.trigger_tokens:
-        return context, entries
-    outcome = await compact(
-        config, deps, trigger="auto", context=context, entries=entries, tokens_before=tokens
-    )
-    flags.compaction_failed = outcome == "failed"
-    return await build_context(config, deps)
+async def auto_compacted(config: TurnConfig, deps: Deps, flags: TurnFlags) -> SessionView:
+    """The session for the next call, compacted first when the trigger is reached."""
+    view = await read_view(config, deps)
+    policy = view.policy
+    if not policy.armed or flags.compaction_failed or policy.trigger_tokens is None:
+        return view
+    tokens = view.context.tokens
+    if tokens < policy.trigger_tokens:
+        return view
+    outcome = await compact(config, deps, view, why="auto", tokens_before=tokens, said=flags.said)
+    flags.compaction_failed = outcome in ("failed", "nothing")  # not again this turn
+    return await read_view(config, deps)
 
 
 async def call_model(config: TurnConfig, deps: Deps, flags: TurnFlags) -> ModelResponse | None:
     """One model call, streamed to watchers; the reply is appended as an `assistant` entry."""
-    context, entries = await auto_compacted(config, deps, flags)
-    request = context.request(config.max_output_tokens)
+    view = await auto_compacted(config, deps, flags)
+    await shortened_notice(config, deps, view)
+    request = view.context.request(config.max_output_tokens)
     try:
         response = await stream_response(request, config, deps)
     except ProviderError as error:
         if error.code == "context_length_exceeded" and not flags.overflow_retried:
             flags.overflow_retried = True
-            if await overflowed(config, deps, context, entries):
+            if await overflowed(config, deps, view, error, flags):
                 return await call_model(config, deps, flags)
         await notice(
             config, deps, "provider_error", f"The model call failed: {error}", error=error.code
@@ -165,10 +142,29 @@ async def call_model(config: TurnConfig, deps: Deps, flags: TurnFlags) -> ModelR
         config.session_id,
         kind="assistant",
         content=response.text,
-        data=assistant_data(response, context, config),
+        data=assistant_data(response, view.context, config),
         tokens=response.usage.output_tokens if response.usage else estimate_tokens(response.text),
     )
     return response
+
+
+async def shortened_notice(config: TurnConfig, deps: Deps, view: SessionView) -> None:
+    """Say once which inputs the model sees only as head and tail."""
+    new = [seq for seq in view.context.shortened if seq > view.state.shortened_noticed]
+    if not new:
+        return
+    limit = view.policy.entry_limit
+    listed = ", ".join(str(seq) for seq in new)
+    await notice(
+        config,
+        deps,
+        "input_shortened",
+        f"Entry {listed} is larger than the model can take at once"
+        + (f" ({limit:,} tokens an entry)" if limit else "")
+        + ": it sees the head and the tail and can read the rest with read_entry. "
+        "The whole text is kept in the log.",
+        seqs=new,
+    )
 
 
 async def stream_response(request: ModelRequest, config: TurnConfig, deps: Deps) -> ModelResponse:
@@ -188,10 +184,12 @@ async def stream_response(request: ModelRequest, config: TurnConfig, deps: Deps)
 
 
 async def overflowed(
-    config: TurnConfig, deps: Deps, context: Context, entries: Sequence[LogEntry]
+    config: TurnConfig, deps: Deps, view: SessionView, error: ProviderError, flags: TurnFlags
 ) -> bool:
-    """The provider said the context was too long: compact at once. True to retry the call."""
-    if config.policy is None or config.policy.window is None:
+    """The provider said the context was too long: learn the window it really accepts,
+    compact to fit it at once, and say whether to retry the call."""
+    window = view.policy.window
+    if window is None:
         await notice(
             config,
             deps,
@@ -200,15 +198,39 @@ async def overflowed(
             "so nothing compacts automatically: run /compact, or declare the window.",
         )
         return False
-    outcome = await compact(
+    sent = view.context.tokens + (config.max_output_tokens or 0)
+    figures = read_overflow(str(error))
+    learned = min(window, figures.limit or int(min(window, sent) * SAFE_MARGIN))
+    await say(
         config,
         deps,
-        trigger="overflow",
-        context=context,
-        entries=entries,
-        tokens_before=max(context.tokens, config.policy.window),
+        "window_learned",
+        window_text(learned, view.policy.declared_window or window, figures.prompt or sent),
+        effective_window=learned,
+        declared_window=view.policy.declared_window or window,
+        reported_prompt=figures.prompt,
+        prompt_estimate=view.context.estimate,
     )
-    return outcome in ("compacted", "cleared", "failed")
+    view = await read_view(config, deps)
+    await compact(
+        config,
+        deps,
+        view,
+        why="overflow",
+        tokens_before=figures.prompt or sent,
+        said=flags.said,
+    )
+    return True
+
+
+def window_text(learned: int, declared: int, refused: int) -> str:
+    said = f"The server refused a prompt of about {refused:,} tokens as too long"
+    if learned >= declared:
+        return f"{said}; compacting to fit its {declared:,}-token window."
+    return (
+        f"{said}. It accepts {learned:,} (the card says {declared:,}): this session keeps to "
+        f"{learned:,} from now on and compacts to fit."
+    )
 
 
 def assistant_data(response: ModelResponse, context: Context, config: TurnConfig) -> dict[str, Any]:
@@ -217,7 +239,8 @@ def assistant_data(response: ModelResponse, context: Context, config: TurnConfig
             {"id": c.id, "name": c.name, "arguments": c.arguments} for c in response.tool_calls
         ],
         "model": config.model,
-        "prompt_tokens_estimate": context.tokens,
+        "prompt_tokens_estimate": context.estimate,  # what calibration is measured against
+        "prompt_tokens_counted": context.tokens,
     }
     if response.usage is not None:
         data["usage"] = response.usage.as_dict()
@@ -274,7 +297,7 @@ def known(tools: Mapping[str, Tool]) -> str:
     return ", ".join(names) or "none"
 
 
-async def notice(config: TurnConfig, deps: Deps, code: str, text: str, **extra: str) -> None:
+async def notice(config: TurnConfig, deps: Deps, code: str, text: str, **extra: Any) -> None:
     await deps.store.append(
         config.session_id, kind="notice", content=text, data={"code": code, **extra}
     )

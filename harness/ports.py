@@ -9,7 +9,7 @@ loop never blocks on I/O, whatever is behind it.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 from harness.messages import EntryKind, LogEntry
 from harness.state import SessionState
@@ -71,4 +71,8 @@ class EventSink(Protocol):
 
     async def stream_end(self, session_id: int) -> None:
         """The call's stream is over (its entry is about to be appended, or it failed)."""
+        ...
+
+    async def compacting(self, session_id: int, phase: Literal["start", "end"]) -> None:
+        """A compaction starts or ends (it is no stream: watchers show its progress)."""
         ...

@@ -10,7 +10,11 @@ came back without error, so a call that failed or never finished changes nothing
   entry (the timer fired) disarms it too;
 - `ask_user` records the question its result names; an `answer` entry settles it;
 - a `/compact` command is pending until the next boundary;
-- a boundary carries the durable state verbatim, so a fork's first entry gives it its state.
+- a boundary carries the durable state verbatim, so a fork's first entry gives it its state;
+- the session's ruler: the calibration of its counter (the provider's reported prompt
+  tokens over the estimate of that same request, from the last call that reported both),
+  the window the server was found to accept (`window_learned` notices), and the newest entry
+  a notice has already said was shown shortened.
 
 The serialised form carries `version`; every older version has an upgrade step in
 `UPGRADES`, and tests load a stored example of each (`tests/harness/fixtures/`).
@@ -24,8 +28,10 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from harness.messages import LogEntry
+from harness.tokens import calibration
 
-VERSION = 2
+VERSION = 3
+MAX_TOKENS = 1_000_000_000  # a count above this is nonsense, not a prompt
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -60,6 +66,10 @@ class SessionState:
     open_calls: Mapping[str, tuple[str, str]] = field(default_factory=dict)
     pending_compact: Mapping[str, Any] | None = None
     pending_handoff: int | None = None
+    calibration: float | None = None
+    calibrated_on: int | None = None
+    effective_window: int | None = None
+    shortened_noticed: int = 0
     seq: int = 0
 
     def timer(self, timer_id: str) -> Timer | None:
@@ -141,6 +151,11 @@ def step(state: SessionState, entry: LogEntry) -> SessionState:
             return replace(state, pending_compact=None)
         case "notice" if entry.data.get("code") in HANDOFF_SETTLED:
             return replace(state, pending_handoff=None)
+        case "notice" if entry.data.get("code") == "window_learned":
+            return window_step(state, entry)
+        case "notice" if entry.data.get("code") == "input_shortened":
+            seqs = [s for s in entry.data.get("seqs", ()) if count_of(s) is not None]
+            return replace(state, shortened_noticed=max([state.shortened_noticed, *seqs]))
         case _:
             return state
 
@@ -156,17 +171,41 @@ def changes_state(entry: LogEntry) -> bool:
     )
 
 
+def count_of(value: object) -> int | None:
+    """A token count as stored, or None when it is not a sane one (a provider's nonsense)."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        return None
+    return value if 0 < value <= MAX_TOKENS else None
+
+
+def reported_prompt(data: Mapping[str, Any]) -> int | None:
+    usage = data.get("usage")
+    return count_of(usage.get("input_tokens")) if isinstance(usage, Mapping) else None
+
+
 def prompt_tokens(data: Mapping[str, Any]) -> int | None:
     """An assistant entry's prompt size: as the provider reported it, else the estimate."""
-    usage = data.get("usage") or {}
-    tokens = usage.get("input_tokens") or data.get("prompt_tokens_estimate")
-    return int(tokens) if tokens else None
+    return reported_prompt(data) or count_of(data.get("prompt_tokens_estimate"))
 
 
 def assistant_step(state: SessionState, entry: LogEntry) -> SessionState:
     tokens = prompt_tokens(entry.data)
     calls = {c["id"]: (c["name"], c["arguments"]) for c in entry.data.get("tool_calls", ())}
-    return replace(state, open_calls=calls, last_prompt_tokens=tokens or state.last_prompt_tokens)
+    state = replace(state, open_calls=calls, last_prompt_tokens=tokens or state.last_prompt_tokens)
+    return calibrated(state, entry, reported_prompt(entry.data))
+
+
+def calibrated(state: SessionState, entry: LogEntry, reported: int | None) -> SessionState:
+    ratio = calibration(reported, count_of(entry.data.get("prompt_tokens_estimate")))
+    if ratio is None:
+        return state
+    return replace(state, calibration=ratio, calibrated_on=entry.seq)
+
+
+def window_step(state: SessionState, entry: LogEntry) -> SessionState:
+    window = count_of(entry.data.get("effective_window"))
+    state = replace(state, effective_window=window or state.effective_window)
+    return calibrated(state, entry, count_of(entry.data.get("reported_prompt")))
 
 
 def result_step(state: SessionState, entry: LogEntry) -> SessionState:
@@ -251,6 +290,10 @@ def serialise(state: SessionState) -> dict[str, Any]:
         "open_calls": {k: list(v) for k, v in state.open_calls.items()},
         "pending_compact": dict(state.pending_compact) if state.pending_compact else None,
         "pending_handoff": state.pending_handoff,
+        "calibration": state.calibration,
+        "calibrated_on": state.calibrated_on,
+        "effective_window": state.effective_window,
+        "shortened_noticed": state.shortened_noticed,
     }
 
 
@@ -269,7 +312,25 @@ def upgrade_1_to_2(raw: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-UPGRADES: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {1: upgrade_1_to_2}
+def upgrade_2_to_3(raw: dict[str, Any]) -> dict[str, Any]:
+    """Version 3 adds the session's ruler: calibration, the learned window, shortened inputs.
+
+    Version 2 never learned a window; its calibration is found again at the next call.
+    """
+    return {
+        **raw,
+        "version": 3,
+        "calibration": None,
+        "calibrated_on": None,
+        "effective_window": None,
+        "shortened_noticed": 0,
+    }
+
+
+UPGRADES: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {
+    1: upgrade_1_to_2,
+    2: upgrade_2_to_3,
+}
 
 
 def deserialise(data: Mapping[str, Any]) -> SessionState:
@@ -286,4 +347,8 @@ def deserialise(data: Mapping[str, Any]) -> SessionState:
         open_calls={k: (v[0], v[1]) for k, v in raw["open_calls"].items()},
         pending_compact=dict(pending) if pending else None,
         pending_handoff=raw["pending_handoff"],
+        calibration=raw["calibration"],
+        calibrated_on=raw["calibrated_on"],
+        effective_window=raw["effective_window"],
+        shortened_noticed=raw["shortened_noticed"],
     )

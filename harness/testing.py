@@ -27,6 +27,7 @@ from harness.messages import (
 )
 from harness.providers.base import Capabilities, ProviderError
 from harness.state import SessionState, fold
+from harness.tokens import ESTIMATE
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -64,6 +65,7 @@ class ScriptedProvider:
         self.gate = gate
         self.requests: list[ModelRequest] = []
         self.capabilities = Capabilities(tools=True, streaming_usage=True)
+        self.counter = ESTIMATE
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
         self.requests.append(request)
@@ -94,10 +96,16 @@ def split(text: str, chunks: int) -> list[str]:
     return [text[i : i + size] for i in range(0, len(text), size)]
 
 
-def prompt_size(request: ModelRequest) -> int:
-    """The prompt's size as a provider would report it: messages and tool definitions."""
+def prompt_size(request: ModelRequest, density: float = 1.0) -> int:
+    """The prompt's size as a provider would report it: messages and tool definitions.
+
+    `density` makes a tokenizer that many times denser than four characters a token (3 for
+    numbers, code and CJK text on many models; 0.5 for a very coarse one); each message also
+    costs the role markers a chat template adds, which Horsie's estimate knows nothing of.
+    """
     tools = sum(len(t.name) + len(t.description) + len(str(t.parameters)) for t in request.tools)
-    return (sum(len(getattr(m, "text", "")) for m in request.messages) + tools) // 4
+    chars = sum(len(getattr(m, "text", "").encode()) for m in request.messages) + tools
+    return int(chars * density / 4) + 7 * len(request.messages)
 
 
 @dataclass
@@ -163,6 +171,7 @@ class RecordingEvents:
     deltas: list[str] = field(default_factory=list)
     streams: int = 0
     streaming: bool = False
+    compactions: list[str] = field(default_factory=list)
 
     async def stream_start(self, session_id: int) -> None:
         self.streams += 1
@@ -175,24 +184,50 @@ class RecordingEvents:
     async def stream_end(self, session_id: int) -> None:
         self.streaming = False
 
+    async def compacting(self, session_id: int, phase: str) -> None:
+        self.compactions.append(phase)
+
+
+CONTEXT_ERROR = (  # OpenAI's words, which vLLM uses too
+    "This model's maximum context length is {limit} tokens. However, you requested {asked} "
+    "tokens ({prompt} in the messages, {output} in the completion). Please reduce the length "
+    "of the messages or completion."
+)
+
 
 class Archivist:
     """A model for compaction tests and benches: long replies (a `todo_write` call when the
     input says "tool please"), and for a compaction request a summary that keeps every line
-    word of its input holding "MARKER". It reports usage as `prompt_size` of each request."""
+    word of its input holding "MARKER". It reports usage as `prompt_size` of each request at
+    its `density`, and with a `limit` refuses a request whose prompt and output cap exceed
+    it, as a real server does."""
 
-    def __init__(self, *, fail_summaries: bool = False) -> None:
+    def __init__(
+        self, *, fail_summaries: bool = False, density: float = 1.0, limit: int | None = None
+    ) -> None:
         self.capabilities = Capabilities(tools=True, streaming_usage=True)
+        self.counter = ESTIMATE
         self.requests: list[ModelRequest] = []
         self.turn_requests: list[ModelRequest] = []
         self.summary_requests: list[ModelRequest] = []
+        self.refused: list[ModelRequest] = []
         self.fail_summaries = fail_summaries
+        self.density = density
+        self.limit = limit
         self.calls = 0
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
         self.requests.append(request)
         last = request.messages[-1]
-        usage = Usage(input_tokens=prompt_size(request), output_tokens=50)
+        prompt = prompt_size(request, self.density)
+        output = request.max_output_tokens or 0
+        if self.limit is not None and prompt + output > self.limit:
+            self.refused.append(request)
+            message = CONTEXT_ERROR.format(
+                limit=self.limit, asked=prompt + output, prompt=prompt, output=output
+            )
+            raise ProviderError(message, code="context_length_exceeded")
+        usage = Usage(input_tokens=prompt, output_tokens=50)
         if isinstance(last, UserMessage) and last.text.startswith("[Compaction]"):
             self.summary_requests.append(request)
             if self.fail_summaries:
@@ -222,4 +257,4 @@ class Archivist:
                 if "MARKER" in word and word not in words:
                     words.append(word)
         text = "Kept: " + " ".join(words) if words else "Nothing to keep."
-        return text[: (request.max_output_tokens or 10**6) * 4]
+        return text[: (request.max_output_tokens or 10**6) * 2]

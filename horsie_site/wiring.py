@@ -13,12 +13,15 @@ from typing import Any
 
 from django.conf import settings
 
-from harness.compaction import Policy
-from harness.loop import TurnConfig
+from harness.compaction.policy import Policy
 from harness.providers import build_provider
-from harness.providers.base import CardConfig, Provider, RetryPolicy
+from harness.providers.base import Capabilities, CardConfig, Provider, ProviderError, RetryPolicy
+from harness.runtime import TurnConfig
+from harness.tokens import ESTIMATE, TokenCounter
 from harness.tools import builtin_tools
 from harness.tools.base import Tool
+
+UNKNOWN_WIRE = Capabilities(tools=True, streaming_usage=False)
 
 
 def card_config(card: Any) -> CardConfig:
@@ -52,6 +55,16 @@ def cached_provider(config: CardConfig) -> Provider:
     return build_provider(config, provider_options())
 
 
+def ruler_for(card: Any) -> tuple[Capabilities, TokenCounter]:
+    """What the card's wire can carry and how it counts; a wire not available yet is
+    counted by the estimate, so a page about its sessions still shows their context."""
+    try:
+        provider = provider_for(card)
+    except ProviderError:
+        return UNKNOWN_WIRE, ESTIMATE
+    return provider.capabilities, provider.counter
+
+
 def tools_for(session: Any) -> dict[str, Tool]:
     """The built-in tools a session offers."""
     return builtin_tools()
@@ -74,6 +87,7 @@ def policy_for(session: Any) -> Policy:
     horsie = settings.HORSIE
     return Policy(
         window=session.model.context_window,
+        declared_window=session.model.context_window,
         max_output_tokens=session.model.max_output_tokens,
         auto=session.auto_compact,
         trigger=float(horsie["COMPACT_TRIGGER"]),

@@ -12,8 +12,7 @@ from django.http import HttpRequest
 from ninja import Query, Router, Status
 from ninja.errors import HttpError
 
-from harness.context import assemble
-from harness.state import prompt_tokens
+from harness.runtime import SessionView
 from horsie_site import wiring
 from sessions_app import branching, selectors, services
 from sessions_app.journal import state_json, state_load
@@ -41,7 +40,6 @@ from sessions_app.schemas import (
     entry_out,
     session_out,
 )
-from sessions_app.selectors import context_entries_now
 from sessions_app.waiting import wait_settled
 from teams_app.models import Team
 from teams_app.selectors import team_for_create
@@ -162,23 +160,20 @@ def preset_delete(request: HttpRequest, preset_id: int) -> Any:
 # Sessions ------------------------------------------------------------------------------
 
 
-def last_prompt_tokens(session: Session) -> int | None:
-    """The last prompt's size; right after a compaction, the size of the context it left."""
-    latest = (
-        session.entries.filter(kind__in=("assistant", "boundary"))
-        .order_by("-seq")
-        .values_list("kind", "data")
-        .first()
-    )
-    if latest is None:
-        return None
-    kind, data = latest
-    return data.get("tokens_after") if kind == "boundary" else prompt_tokens(data)
+def session_json(session: Session, view: SessionView | None = None) -> dict[str, Any]:
+    """The session; with its `view`, the meter shows the next context exactly as the context
+    view does. Without (a list), the last prompt's size from the session's state."""
+    if view is None:
+        state, _ = state_load(session.pk)
+        policy = wiring.policy_for(session).within(state.effective_window)
+        meter = context_meter(policy, state.last_prompt_tokens)
+    else:
+        meter = context_meter(view.policy, view.context.tokens, view.counter.describe())
+    return session_out(session, meter, selectors.last_error(session.pk))
 
 
-def session_json(session: Session) -> dict[str, Any]:
-    meter = context_meter(wiring.policy_for(session), last_prompt_tokens(session))
-    return session_out(session, meter)
+def session_detail_json(session: Session) -> dict[str, Any]:
+    return session_json(session, selectors.session_view(session))
 
 
 @router.post("/sessions", response={201: dict, **ERRORS}, tags=["sessions"])
@@ -193,7 +188,7 @@ def session_create(request: HttpRequest, payload: SessionIn) -> Any:
     fields["model"] = card_in_team(request.user, payload.model, team)
     with refused_as_http():
         session = services.session_create(user=request.user, team=team, fields=fields)
-    return Status(201, session_json(session))
+    return Status(201, session_detail_json(session))
 
 
 @router.get("/sessions", response=list[dict], tags=["sessions"])
@@ -203,7 +198,7 @@ def session_list(request: HttpRequest, q: str = "", limit: int = Query(100, ge=1
 
 @router.get("/sessions/{session_id}", response={200: dict, **ERRORS}, tags=["sessions"])
 def session_get(request: HttpRequest, session_id: int) -> Any:
-    return session_json(selectors.access_session(request.user, session_id))
+    return session_detail_json(selectors.access_session(request.user, session_id))
 
 
 @router.patch("/sessions/{session_id}", response={200: dict, **ERRORS}, tags=["sessions"])
@@ -211,7 +206,7 @@ def session_patch(request: HttpRequest, session_id: int, payload: SessionPatch) 
     session = selectors.access_session(request.user, session_id)
     fields = payload.dict(exclude_unset=True)
     selections_check(fields)
-    return session_json(services.session_update(session=session, fields=fields))
+    return session_detail_json(services.session_update(session=session, fields=fields))
 
 
 @router.get(
@@ -282,7 +277,7 @@ def fork_post(
     if wait:
         async_to_sync(wait_settled)(child.pk, wait)
         child.refresh_from_db()
-    return Status(201, session_json(child))
+    return Status(201, session_detail_json(child))
 
 
 @router.post("/sessions/{session_id}/rewind", response={201: dict, **ERRORS}, tags=["sessions"])
@@ -293,7 +288,7 @@ def rewind_post(request: HttpRequest, session_id: int, payload: RewindIn) -> Any
         child = branching.session_rewind(
             parent=parent, user=request.user, seq=payload.seq, text=payload.text
         )
-    return Status(201, session_json(child))
+    return Status(201, session_detail_json(child))
 
 
 @router.post("/sessions/{session_id}/summary", response={201: dict, **ERRORS}, tags=["sessions"])
@@ -306,6 +301,7 @@ def summary_post(request: HttpRequest, session_id: int, payload: SummaryEditIn) 
             user=request.user,
             boundary_seq=payload.boundary,
             summary=payload.summary,
+            pin=payload.pin,
         )
     return Status(201, entry_out(entry, selectors.cut_seq(session.pk)))
 
@@ -319,12 +315,14 @@ def context_get(request: HttpRequest, session_id: int) -> Any:
 
 def context_json(session: Session) -> dict[str, Any]:
     """Exactly what the model would be sent next, block by block (for the API and the page)."""
-    tools = [tool.spec for tool in wiring.tools_for(session).values()]
-    context = assemble(
-        system_prompt=session.system_prompt, tools=tools, entries=context_entries_now(session.pk)
-    )
-    meter = context_meter(wiring.policy_for(session), context.tokens)
-    return {"blocks": [vars(block) for block in context.blocks], **meter, "truncated": []}
+    view = selectors.session_view(session)
+    meter = context_meter(view.policy, view.context.tokens, view.counter.describe())
+    return {
+        "blocks": [vars(block) for block in view.context.blocks],
+        **meter,
+        "shortened": list(view.context.shortened),
+        "truncated": [],
+    }
 
 
 @router.get("/sessions/{session_id}/state", response={200: StateOut, **ERRORS}, tags=["sessions"])

@@ -14,11 +14,12 @@ from typing import Any
 
 from django.db import transaction
 
+from harness.compaction.boundary import Boundary
 from harness.state import durable
 from sessions_app.journal import state_load
 from sessions_app.leases import lease_take
 from sessions_app.models import Entry, Session
-from sessions_app.selectors import context_rows
+from sessions_app.selectors import context_rows, row_entry
 from sessions_app.services import (
     SELECTION_FIELDS,
     InvalidInput,
@@ -82,22 +83,22 @@ def fork_boundary_append(
     parent_id, upto = child.parent_id, child.parent_seq
     assert parent_id is not None and upto is not None
     state, _ = state_load(parent_id, upto)
-    data: dict[str, Any] = {
-        "first_kept_seq": 2,
-        "carried": durable(state),
-        "trigger": "fork",
-        "instructions": None,
-        "parent": parent_id,
-        "parent_seq": upto,
-        "handoff": handoff,
-        "tokens_before": None,
-        "tokens_after": None,
-        "usage": None,
-        **(extra or {}),
-    }
-    return entry_append(
-        session_id=child.pk, kind="boundary", content=summary, data=data, author=author
+    extra = dict(extra or {})
+    boundary = Boundary(
+        summary=summary,
+        first_kept_seq=2,
+        carried=durable(state),
+        trigger="fork",
+        pinned=extra.pop("pinned", None),
+        tokens_before=extra.pop("tokens_before", None),
+        usage=extra.pop("usage", None),
+        summariser=extra.pop("summariser", None),
+        extra={"parent": parent_id, "parent_seq": upto, "handoff": handoff, **extra},
     )
+    return entry_append(
+        session_id=child.pk, kind="boundary", content=summary, data=boundary.to_data(),
+        author=author,
+    )  # fmt: skip
 
 
 def session_rewind(*, parent: Session, user: Any, seq: int, text: str | None) -> Session:
@@ -149,27 +150,34 @@ def results_of_calls(parent_id: int, rows: list[Any], seq: int) -> list[Any]:
     return [row for row in later if str(row[3].get("call_id")) in open_calls]
 
 
-def summary_edit(*, session: Session, user: Any, boundary_seq: int, summary: str) -> Entry:
-    """A person's edit of the latest summary: a new boundary (trigger `edit`, same cut)."""
+def summary_edit(
+    *, session: Session, user: Any, boundary_seq: int, summary: str, pin: bool = True
+) -> Entry:
+    """A person's edit of the latest summary: a new boundary (trigger `edit`, same cut).
+
+    Pinned (the default), the edited text is kept verbatim by every later fold, which
+    writes only the rest, until a person edits the summary again (and may unpin it)."""
     input_check(summary, "summary")
     with transaction.atomic():
         list(Session.objects.select_for_update().filter(pk=session.pk).values_list("pk"))
         latest = Entry.objects.filter(session=session, kind="boundary").order_by("-seq").first()
         if latest is None or latest.seq != boundary_seq:
             raise NotLatest(f"Entry {boundary_seq} is not the session's latest boundary.")
-        data = {
-            **latest.data,
-            "trigger": "edit",
-            "edited_from": latest.seq,
-            "instructions": None,
-            "usage": None,
-            "tokens_before": None,
-            "tokens_after": None,
-        }
-        data.pop("summariser", None)
-        return entry_append(
-            session_id=session.pk, kind="boundary", content=summary.strip(), data=data, author=user
+        edited = Boundary.from_entry(row_entry((latest.seq, "boundary", "", latest.data, None)))
+        boundary = Boundary(
+            summary=summary.strip(),
+            first_kept_seq=edited.first_kept_seq,
+            carried=edited.carried,
+            trigger="edit",
+            pinned=summary.strip() if pin else None,
+            cleared_before=edited.cleared_before,
+            previous_boundary=latest.seq,
+            extra={**edited.extra, "edited_from": latest.seq},
         )
+        return entry_append(
+            session_id=session.pk, kind="boundary", content=boundary.summary,
+            data=boundary.to_data(), author=user,
+        )  # fmt: skip
 
 
 class NotLatest(ServiceError):

@@ -13,6 +13,7 @@ from asgiref.sync import async_to_sync, sync_to_async
 from channels.layers import get_channel_layer
 from django.core.cache import cache
 from django.db import transaction
+from django.utils import timezone
 
 
 class EntryEvent(TypedDict):
@@ -37,7 +38,13 @@ class StateEvent(TypedDict):
     state: dict[str, Any]
 
 
-Event = EntryEvent | DeltaEvent | StatusEvent | StateEvent
+class CompactingEvent(TypedDict):
+    type: Literal["compacting"]
+    phase: Literal["start", "end"]
+    since: str | None
+
+
+Event = EntryEvent | DeltaEvent | StatusEvent | StateEvent | CompactingEvent
 
 
 STREAM_TTL = 600
@@ -78,8 +85,18 @@ async def stream_in_flight(session_id: int) -> dict[str, Any] | None:
 
 
 def stream_forget(session_id: int) -> None:
-    """A dead runner's text in flight is no longer in flight."""
-    cache.delete(stream_key(session_id))
+    """A dead runner's text in flight is no longer in flight; nor is its compaction."""
+    cache.delete_many([stream_key(session_id), compacting_key(session_id)])
+
+
+def compacting_key(session_id: int) -> str:
+    return f"compacting:{session_id}"
+
+
+def compacting_since(session_id: int) -> str | None:
+    """When the compaction running now started (ISO 8601), for a page that opens mid-way."""
+    value = cache.get(compacting_key(session_id))
+    return value if isinstance(value, str) else None
 
 
 class ChannelEvents:
@@ -113,3 +130,14 @@ class ChannelEvents:
         if self.text:
             cache.delete(stream_key(session_id))
         self.text = ""
+
+    async def compacting(self, session_id: int, phase: Literal["start", "end"]) -> None:
+        """Compaction streams nothing: watchers see its start (with the time, so a page that
+        opens mid-way shows how long it has run) and its end."""
+        since: str | None = None
+        if phase == "start":
+            since = timezone.now().isoformat()
+            cache.set(compacting_key(session_id), since, STREAM_TTL)
+        else:
+            cache.delete(compacting_key(session_id))
+        await send_async(session_id, {"type": "compacting", "phase": phase, "since": since})

@@ -6,7 +6,7 @@ from typing import Any, Literal
 
 from ninja import Field, Schema
 
-from harness.compaction import Policy
+from harness.compaction.policy import Policy
 from sessions_app.leases import status_of
 from sessions_app.models import Entry, Session
 
@@ -131,6 +131,7 @@ class RewindIn(Schema):
 class SummaryEditIn(Schema):
     boundary: int = Field(ge=1)
     summary: str = Field(max_length=200_000)
+    pin: bool = True  # keep this text verbatim in later folds, until a person edits it again
 
 
 class CompactIn(Schema):
@@ -167,7 +168,9 @@ def entry_out(entry: Entry, cut: int) -> dict[str, Any]:
     }
 
 
-def session_out(session: Session, context: dict[str, int | None]) -> dict[str, Any]:
+def session_out(
+    session: Session, context: dict[str, Any], last_error: dict[str, Any] | None
+) -> dict[str, Any]:
     return {
         "id": session.pk,
         "title": session.title,
@@ -189,20 +192,24 @@ def session_out(session: Session, context: dict[str, int | None]) -> dict[str, A
         "subagent_types": session.subagent_types,
         "mcp_servers": session.mcp_servers,
         "context": context,
+        "last_error": last_error,
         "created_at": session.created_at.isoformat(),
         "updated_at": session.updated_at.isoformat(),
     }
 
 
-def context_meter(policy: Policy, tokens: int | None) -> dict[str, Any]:
-    """The session's `context`: the last prompt's size, the window, and whether (and where)
-    auto-compaction is armed, or why it is not."""
+def context_meter(policy: Policy, tokens: int | None, counted: str | None = None) -> dict[str, Any]:
+    """The session's `context`: the next prompt's size, the card's window and what the
+    server was found to accept, whether (and where) auto-compaction is armed or why it is
+    not, and how the tokens were counted."""
     return {
         "tokens": tokens,
-        "window": policy.window,
+        "window": policy.declared_window or policy.window,
+        "effective_window": policy.effective_window,
         "trigger_tokens": policy.trigger_tokens if policy.armed else None,
         "armed": policy.armed,
         "not_armed_because": policy.why_not(),
+        "counted": counted,
     }
 
 
@@ -218,9 +225,12 @@ class ContextOut(Schema):
     blocks: list[BlockOut]
     tokens: int
     window: int | None
+    effective_window: int | None
     trigger_tokens: int | None
     armed: bool
     not_armed_because: str | None
+    counted: str | None
+    shortened: list[int]
     truncated: list[Any]
 
 

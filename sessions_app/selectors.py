@@ -7,13 +7,24 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.db.models import QuerySet
+from django.db.models import Q, QuerySet
 from django.http import Http404
 
 from harness.messages import LogEntry
+from harness.runtime import SessionView, session_context
+from horsie_site import wiring
+from sessions_app.journal import state_load
 from sessions_app.models import AgentPreset, Entry, ModelCard, Session
 from teams_app.selectors import teams_of
 
+FAILURES = (  # notice codes that mean the last turn did not get its answer
+    "provider_error",
+    "compaction_failed",
+    "context_overflow",
+    "turn_failed",
+    "handoff_failed",
+    "max_steps",
+)
 MODEL_VISIBLE = (
     "user",
     "command",
@@ -127,3 +138,34 @@ def row_entry(row: Row) -> LogEntry:
 
 def context_entries_now(session_id: int, upto: int | None = None) -> list[LogEntry]:
     return [row_entry(row) for row in context_rows(session_id, upto)]
+
+
+def session_view(session: Session, upto: int | None = None) -> SessionView:
+    """The session as its next model call sees it (as it was at `upto`, when given): the one
+    context builder, with the card's wire's counter and capabilities."""
+    capabilities, counter = wiring.ruler_for(session.model)
+    state, _ = state_load(session.pk, upto)
+    return session_context(
+        system_prompt=session.system_prompt,
+        tools=[tool.spec for tool in wiring.tools_for(session).values()],
+        capabilities=capabilities,
+        entries=context_entries_now(session.pk, upto),
+        state=state,
+        counter=counter,
+        policy=wiring.policy_for(session),
+    )
+
+
+def last_error(session_id: int) -> dict[str, Any] | None:
+    """The failure the last turn ended in, until a reply clears it: `{code, text, seq}`."""
+    latest = (
+        Entry.objects.filter(session_id=session_id)
+        .filter(Q(kind="assistant") | Q(kind="notice", data__code__in=FAILURES))
+        .order_by("-seq")
+        .values_list("seq", "kind", "content", "data__code")
+        .first()
+    )
+    if latest is None or latest[1] == "assistant":
+        return None
+    seq, _, text, code = latest
+    return {"code": code, "text": text[:1000], "seq": seq}

@@ -31,7 +31,8 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from django_htmx.http import HttpResponseClientRedirect, trigger_client_event
 
 from sessions_app import api, branching, services
-from sessions_app.api import session_json
+from sessions_app.api import session_detail_json, session_json
+from sessions_app.events import compacting_since
 from sessions_app.forms import SessionForm
 from sessions_app.journal import state_json, state_load
 from sessions_app.leases import status_of
@@ -99,11 +100,14 @@ def session_detail(request: HttpRequest, session_id: int) -> TemplateResponse:
 def detail_context(session: Session, **extra: Any) -> dict[str, Any]:
     marks = transcript_marks(session.pk)
     entries, has_more = page_before(session, None, marks)
-    meter = session_json(session)["context"]
+    detail = session_detail_json(session)
+    meter = detail["context"]
     return {
         "session": session,
         "status": status_of(session),
         "context": meter,
+        "last_error": detail["last_error"],
+        "compacting_since": compacting_since(session.pk),
         "marks": marks,
         "chart": chart_of(session, meter),
         "entries": entries,
@@ -225,7 +229,8 @@ def entry_detail(request: HttpRequest, session_id: int, seq: int) -> TemplateRes
 @require_GET
 def context_meter(request: HttpRequest, session_id: int) -> TemplateResponse:
     session = access_session(request.user, session_id)
-    context = {"session": session, "context": session_json(session)["context"]}
+    detail = session_detail_json(session)
+    context = {"session": session, "context": detail["context"], "last_error": detail["last_error"]}
     return TemplateResponse(request, f"{DETAIL}#meter", context)
 
 
@@ -324,7 +329,11 @@ def summary_save(request: HttpRequest, session_id: int) -> HttpResponse:
         if boundary is None:
             raise services.InvalidInput("Which summary? `boundary` must be an entry's seq.")
         branching.summary_edit(
-            session=session, user=request.user, boundary_seq=boundary, summary=summary
+            session=session,
+            user=request.user,
+            boundary_seq=boundary,
+            summary=summary,
+            pin=request.POST.get("pin") == "on",
         )
     except tuple(REFUSED) as error:
         return form_refused(request, session, failed, error)

@@ -17,19 +17,16 @@ from typing import Any
 from channels.consumer import AsyncConsumer
 from django.conf import settings
 
-from harness.compaction import summary_request
-from harness.compactor import policy_of, summarise
-from harness.context import Context, assemble, latest_boundary, message_text
-from harness.loop import Deps, TurnConfig, drive
-from harness.messages import LogEntry
+from harness.compaction.runner import fork_summary
+from harness.loop import drive
 from harness.ports import LeaseLost
-from harness.providers.base import ProviderError
+from harness.runtime import Deps, SessionView, TurnConfig
 from horsie_site import wiring
 from sessions_app.branching import fork_boundary_append
 from sessions_app.events import ChannelEvents
 from sessions_app.leases import lease_seconds
 from sessions_app.models import Session
-from sessions_app.selectors import context_entries_now
+from sessions_app.selectors import session_view
 from sessions_app.services import entry_append, session_release
 from sessions_app.stores import OrmTranscriptStore
 from sessions_app.threads import db
@@ -75,40 +72,17 @@ def fork_pending(session_id: int) -> bool:
     return Session.objects.filter(pk=session_id, kind="fork", last_seq=0).exists()
 
 
-def fork_context(session_id: int) -> tuple[Session, Context, list[LogEntry]]:
-    """The parent's context as it was when the fork was asked for."""
-    child = Session.objects.select_related("parent").get(pk=session_id)
+def fork_context(session_id: int) -> tuple[Session, SessionView]:
+    """The parent as it was when the fork was asked for, seen through the fork's own wire."""
+    child = Session.objects.select_related("parent", "parent__model").get(pk=session_id)
     parent = child.parent
     assert parent is not None
-    entries = context_entries_now(parent.pk, upto=child.parent_seq)
-    tools = [tool.spec for tool in wiring.tools_for(parent).values()]
-    return (
-        child,
-        assemble(system_prompt=parent.system_prompt, tools=tools, entries=entries),
-        entries,
-    )
+    return child, session_view(parent, upto=child.parent_seq)
 
 
 async def fork_summarise(config: TurnConfig, deps: Deps) -> None:
-    child, context, entries = await db(fork_context)(config.session_id)
-    previous = latest_boundary(entries)
-    budget = policy_of(config, context).summary_budget
-    request = summary_request(
-        context,
-        anchor=None,
-        has_previous=bool(previous and previous.content.strip()),
-        budget=budget,
-        instructions=None,
-        max_output_tokens=config.max_output_tokens,
-    )
-    extra: dict[str, Any] = {"tokens_before": context.tokens}
-    try:
-        written = await summarise(deps.provider, request)
-        summary = written.text
-        extra |= written.accounting(config.model)
-    except ProviderError as error:
-        summary = fork_fallback(context, previous, budget)
-        extra["failed"] = str(error)
+    child, view = await db(fork_context)(config.session_id)
+    summary, extra = await fork_summary(config, deps, view)
     await db(fork_boundary_append)(child, summary, extra=extra)
     if "failed" in extra:
         await deps.store.append(
@@ -118,20 +92,6 @@ async def fork_summarise(config: TurnConfig, deps: Deps) -> None:
             "the previous summary and the last messages, verbatim.",
             data={"code": "compaction_failed"},
         )
-
-
-def fork_fallback(context: Context, previous: LogEntry | None, budget: int) -> str:
-    """Without a summariser: the previous summary and the newest messages that fit."""
-    room = max(budget, 200) * 4
-    lines: list[str] = []
-    for message in reversed(context.messages):
-        text = message_text(message)
-        if message.kind == "system" or not text or room - len(text) < 0:
-            continue
-        lines.insert(0, f"{message.kind}: {text}")
-        room -= len(text)
-    head = previous.content if previous else ""
-    return (head + "\n\n[The last messages, verbatim:]\n" + "\n".join(lines)).strip()
 
 
 async def with_heartbeat(work: Awaitable[None], session_id: int, store: OrmTranscriptStore) -> None:

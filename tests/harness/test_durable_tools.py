@@ -6,8 +6,9 @@ import json
 
 import pytest
 
-from harness.loop import Deps, TurnConfig, run_turn
+from harness.loop import run_turn
 from harness.messages import LogEntry
+from harness.runtime import Deps, TurnConfig
 from harness.state import VERSION, deserialise, fold, serialise
 from harness.testing import MemoryStore, RecordingEvents, ScriptedProvider, reply
 from harness.tools import builtin_tools

@@ -5,9 +5,10 @@ from __future__ import annotations
 import json
 
 from harness.context import MISSING_RESULT, assemble
-from harness.loop import Deps, TurnConfig, drive, run_turn
+from harness.loop import drive, run_turn
 from harness.messages import LogEntry, ToolResultMessage, ToolSpec
 from harness.providers.base import ProviderError
+from harness.runtime import Deps, TurnConfig
 from harness.testing import MemoryStore, RecordingEvents, ScriptedProvider, reply
 from harness.tools.base import ToolContext, ToolOutcome
 
@@ -153,6 +154,6 @@ def test_context_blocks_name_seqs_and_count_tokens():
         ("entry", "user", 1),
         ("entry", "assistant", 3),
     ]
-    assert ctx.blocks[3].tokens == 7
+    assert ctx.blocks[3].tokens == 1, "counted by the session's counter, not a stored figure"
     assert json.loads(ctx.blocks[1].text)[0]["name"] == "echo"
     assert ctx.tokens == sum(b.tokens for b in ctx.blocks)

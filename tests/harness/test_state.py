@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from harness.loop import Deps, TurnConfig, run_turn
+from harness.loop import run_turn
+from harness.runtime import Deps, TurnConfig
 from harness.state import deserialise, fold, serialise
 from harness.testing import MemoryStore, RecordingEvents, ScriptedProvider, reply
 from harness.tools.todo_write import TodoWrite

