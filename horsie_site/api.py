@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.conf import settings
-from django.core.exceptions import RequestDataTooBig
+from django.core.exceptions import PermissionDenied, RequestDataTooBig
 from django.http import Http404, HttpRequest, HttpResponse
 from ninja import NinjaAPI
 from ninja.errors import AuthenticationError, HttpError, ValidationError
@@ -36,6 +36,12 @@ def not_found(request: HttpRequest, exc: Http404) -> HttpResponse:
     return api.create_response(request, {"detail": str(exc) or "Not found."}, status=404)
 
 
+@api.exception_handler(PermissionDenied)
+def forbidden(request: HttpRequest, exc: PermissionDenied) -> HttpResponse:
+    detail = str(exc) or "Your role in this team may not do this."
+    return api.create_response(request, {"detail": detail}, status=403)
+
+
 @api.exception_handler(AuthenticationError)
 def unauthorized(request: HttpRequest, exc: AuthenticationError) -> HttpResponse:
     detail = "Send a valid token as 'Authorization: Bearer <token>', or log in."
@@ -60,3 +66,4 @@ def http_error(request: HttpRequest, exc: HttpError) -> HttpResponse:
 
 
 api.add_router("/", "sessions_app.api.router")
+api.add_router("/", "teams_app.api.router")

@@ -33,6 +33,30 @@ def _secret_key() -> str:
 
 
 SECRET_KEY = _secret_key()
+
+
+def _secrets_key() -> str:
+    """The Fernet key that encrypts provider keys at rest; kept apart from SECRET_KEY so
+    rotating the session-signing key never loses the team's stored credentials."""
+    from cryptography.fernet import Fernet
+
+    configured = env.raw("HORSIE_SECRETS_KEY")
+    if not configured:
+        path = VAR_DIR / "secrets_key"
+        if not path.exists():
+            path.write_text(Fernet.generate_key().decode())
+            path.chmod(0o600)
+        configured = path.read_text().strip()
+    try:
+        Fernet(configured)
+    except ValueError:
+        raise env.SettingError(
+            "HORSIE_SECRETS_KEY is not a Fernet key (32 url-safe base64-encoded bytes)"
+        ) from None
+    return configured
+
+
+HORSIE_SECRETS_KEY = _secrets_key()
 DEBUG = env.boolean("DJANGO_DEBUG", False)
 ALLOWED_HOSTS = env.string_list("ALLOWED_HOSTS", ["127.0.0.1", "localhost", "[::1]", "testserver"])
 CSRF_TRUSTED_ORIGINS = env.string_list("CSRF_TRUSTED_ORIGINS", [])
@@ -179,6 +203,11 @@ HORSIE = {
     "LOCAL_THREADS": env.integer("HORSIE_LOCAL_THREADS", 1, minimum=1),
     "PROVIDER_TIMEOUT": env.number("HORSIE_PROVIDER_TIMEOUT", 120.0, low=1.0, high=3600.0),
     "WORKER_CONCURRENCY": env.integer("HORSIE_WORKER_CONCURRENCY", 8, minimum=1),
+    # Environment variables a model card's `api_key_env` may name: `VAR` for every team,
+    # `team:VAR` for that team only. Empty: cards use stored provider keys only.
+    "PROVIDER_ENV": env.string_list("HORSIE_PROVIDER_ENV", []),
+    # Hosts or CIDRs model calls may go to; empty means anywhere but link-local and metadata.
+    "OUTBOUND_ALLOW": env.string_list("HORSIE_OUTBOUND_ALLOW", []),
     "DEFAULT_SYSTEM_PROMPT": env.string(
         "HORSIE_DEFAULT_SYSTEM_PROMPT", "You are a helpful assistant. Answer concisely."
     ),

@@ -1,8 +1,12 @@
 """The one place that builds the core from Django settings and stored rows.
 
-Model cards become `CardConfig`s (the API key is read from the environment variable the
-card names, never stored), providers are built per turn, and a session's tools and turn
-configuration are put together here. Tests swap `provider_for` to script the model.
+Model cards become `CardConfig`s, providers are built per turn, and a session's tools and
+turn configuration are put together here. Tests swap `provider_for` to script the model.
+
+Building a card's config is the last gate before a secret leaves the server, so the rules
+checked when the card was saved are checked again here (`outbound`): the destination after
+DNS resolution, the provider key's team, the environment variable's allow-list. A card that
+breaks one fails its turn with a notice; nothing is sent.
 """
 
 from __future__ import annotations
@@ -20,19 +24,42 @@ from harness.runtime import TurnConfig
 from harness.tokens import ESTIMATE, TokenCounter
 from harness.tools import builtin_tools
 from harness.tools.base import Tool
+from horsie_site import outbound
+from teams_app import vault
+
+# Where a wire's SDK goes when the card names no base URL: checked like any other.
+DEFAULT_URLS = {
+    "openai_chat": "https://api.openai.com/v1",
+    "openai_responses": "https://api.openai.com/v1",
+    "anthropic": "https://api.anthropic.com",
+}
 
 UNKNOWN_WIRE = Capabilities(tools=True, streaming_usage=False)
 
 
 def card_config(card: Any) -> CardConfig:
+    if card.wire in DEFAULT_URLS:
+        outbound.check_call(card.base_url or DEFAULT_URLS[card.wire])
     return CardConfig(
         wire=card.wire,
         model=card.model,
         base_url=card.base_url or None,
-        api_key=os.environ.get(card.api_key_env) if card.api_key_env else None,
+        api_key=card_api_key(card),
         context_window=card.context_window,
         max_output_tokens=card.max_output_tokens,
     )
+
+
+def card_api_key(card: Any) -> str | None:
+    """The card's own team's provider key, else an allowed environment variable, else none."""
+    if card.key_id is not None:
+        if card.key.team_id != card.team_id:
+            raise outbound.OutboundRefused("The card's provider key belongs to another team.")
+        return vault.decrypt(card.key.ciphertext)
+    if card.api_key_env:
+        outbound.check_env(card.api_key_env, card.team.name)
+        return os.environ.get(card.api_key_env)
+    return None
 
 
 def provider_options() -> dict[str, Any]:
@@ -56,10 +83,18 @@ def cached_provider(config: CardConfig) -> Provider:
 
 
 def ruler_for(card: Any) -> tuple[Capabilities, TokenCounter]:
-    """What the card's wire can carry and how it counts; a wire not available yet is
-    counted by the estimate, so a page about its sessions still shows their context."""
+    """What the card's wire can carry and how it counts. Counting calls nobody, so this
+    needs neither the key nor the outbound checks; a wire not available yet is counted by
+    the estimate, so a page about its sessions still shows their context."""
+    config = CardConfig(
+        wire=card.wire,
+        model=card.model,
+        base_url=card.base_url or None,
+        context_window=card.context_window,
+        max_output_tokens=card.max_output_tokens,
+    )
     try:
-        provider = provider_for(card)
+        provider = cached_provider(config)
     except ProviderError:
         return UNKNOWN_WIRE, ESTIMATE
     return provider.capabilities, provider.counter

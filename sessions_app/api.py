@@ -14,7 +14,7 @@ from ninja.errors import HttpError
 
 from harness.runtime import SessionView
 from horsie_site import wiring
-from sessions_app import branching, selectors, services
+from sessions_app import branching, cards, selectors, services
 from sessions_app.journal import state_json, state_load
 from sessions_app.models import AgentPreset, ModelCard, Session
 from sessions_app.schemas import (
@@ -56,7 +56,7 @@ def refused_as_http() -> Iterator[None]:
         raise HttpError(error.status, str(error)) from None
 
 
-ERRORS = {400: Detail, 404: Detail, 409: Detail, 413: Detail, 422: Detail}
+ERRORS = {400: Detail, 403: Detail, 404: Detail, 409: Detail, 413: Detail, 422: Detail}
 
 
 # Model cards ---------------------------------------------------------------------------
@@ -64,13 +64,17 @@ ERRORS = {400: Detail, 404: Detail, 409: Detail, 413: Detail, 422: Detail}
 
 @router.get("/models", response=list[ModelCardOut], tags=["models"])
 def model_list(request: HttpRequest) -> Any:
-    return selectors.model_cards_visible(request.user).select_related("team")
+    return selectors.model_cards_visible(request.user).select_related("team", "endpoint_changed_by")
 
 
 @router.post("/models", response={201: ModelCardOut, **ERRORS}, tags=["models"])
 def model_create(request: HttpRequest, payload: ModelCardIn) -> Any:
+    """Setting `base_url`, `key` or `api_key_env` is for team admins (403 otherwise)."""
     team = team_for_create(request.user, payload.team)
-    card = ModelCard.objects.create(team=team, **payload.dict(exclude={"team"}))
+    with refused_as_http():
+        card = cards.model_card_create(
+            user=request.user, team=team, fields=payload.dict(exclude={"team"})
+        )
     return Status(201, card)
 
 
@@ -81,11 +85,12 @@ def model_get(request: HttpRequest, card_id: int) -> Any:
 
 @router.patch("/models/{card_id}", response={200: ModelCardOut, **ERRORS}, tags=["models"])
 def model_patch(request: HttpRequest, card_id: int, payload: ModelCardPatch) -> Any:
+    """Changing `base_url`, `key` or `api_key_env` is for team admins, and is recorded."""
     card = selectors.access_model_card(request.user, card_id)
-    for name, value in payload.dict(exclude_unset=True).items():
-        setattr(card, name, value)
-    card.save()
-    return card
+    with refused_as_http():
+        return cards.model_card_update(
+            user=request.user, card=card, fields=payload.dict(exclude_unset=True)
+        )
 
 
 @router.delete("/models/{card_id}", response={204: None, **ERRORS}, tags=["models"])

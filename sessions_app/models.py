@@ -15,7 +15,7 @@ from typing import Any
 from django.conf import settings
 from django.db import models
 
-from teams_app.models import Team
+from teams_app.models import ProviderKey, Team
 
 WIRES = [
     ("openai_chat", "OpenAI chat completions"),
@@ -23,6 +23,8 @@ WIRES = [
     ("anthropic", "Anthropic messages"),
     ("local", "Bundled local model"),
 ]
+
+REPLAY_RULES = [("never", "never"), ("tool_turns", "tool_turns"), ("always", "always")]
 
 
 class ModelCard(models.Model):
@@ -32,8 +34,22 @@ class ModelCard(models.Model):
     model = models.CharField(max_length=200)
     base_url = models.URLField(max_length=500, null=True, blank=True)  # noqa: DJ001 API null
     api_key_env = models.CharField(max_length=100, null=True, blank=True)  # noqa: DJ001 API null
+    # The team's provider key the card sends; a key in use cannot be deleted.
+    key = models.ForeignKey(
+        ProviderKey, on_delete=models.PROTECT, null=True, blank=True, related_name="model_cards"
+    )
     context_window = models.PositiveIntegerField(null=True, blank=True)
     max_output_tokens = models.PositiveIntegerField(default=1024)
+    reasoning_replay = models.CharField(max_length=12, choices=REPLAY_RULES, default="never")
+    # Per million tokens: {"input", "cached_input", "output"}, or null when unknown.
+    prices = models.JSONField(null=True, blank=True)
+    # Who last set where the card's calls go and with which credential (base_url, key,
+    # api_key_env): the changes that decide where a team's secrets and conversations go.
+    endpoint_changed_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True,
+        related_name="+",
+    )  # fmt: skip
+    endpoint_changed_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

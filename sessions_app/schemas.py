@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any, Literal
 
 from ninja import Field, Schema
@@ -11,6 +12,7 @@ from sessions_app.leases import status_of
 from sessions_app.models import Entry, Session
 
 Wire = Literal["openai_chat", "openai_responses", "anthropic", "local"]
+ReplayRule = Literal["never", "tool_turns", "always"]
 
 
 class Detail(Schema):
@@ -22,16 +24,27 @@ class MemorySelection(Schema):
     mode: Literal["read", "write"] = "read"
 
 
+class Prices(Schema):
+    """US dollars per million tokens."""
+
+    input: float = Field(ge=0, le=1_000_000, allow_inf_nan=False)
+    cached_input: float = Field(ge=0, le=1_000_000, allow_inf_nan=False)
+    output: float = Field(ge=0, le=1_000_000, allow_inf_nan=False)
+
+
 class ModelCardIn(Schema):
     name: str = Field(min_length=1, max_length=100)
     wire: Wire
     model: str = Field(min_length=1, max_length=200)
     base_url: str | None = Field(default=None, max_length=500)
+    key: int | None = None
     api_key_env: str | None = Field(
         default=None, max_length=100, pattern=r"^[A-Za-z_][A-Za-z0-9_]*$"
     )
     context_window: int | None = Field(default=None, ge=256)
     max_output_tokens: int = Field(default=1024, ge=1, le=1_000_000)
+    reasoning_replay: ReplayRule = "never"
+    prices: Prices | None = None
     team: str | None = None
 
 
@@ -40,11 +53,14 @@ class ModelCardPatch(Schema):
     wire: Wire | None = None
     model: str | None = Field(default=None, min_length=1, max_length=200)
     base_url: str | None = Field(default=None, max_length=500)
+    key: int | None = None
     api_key_env: str | None = Field(
         default=None, max_length=100, pattern=r"^[A-Za-z_][A-Za-z0-9_]*$"
     )
     context_window: int | None = Field(default=None, ge=256)
     max_output_tokens: int | None = Field(default=None, ge=1, le=1_000_000)
+    reasoning_replay: ReplayRule | None = None
+    prices: Prices | None = None
 
 
 class ModelCardOut(Schema):
@@ -53,10 +69,20 @@ class ModelCardOut(Schema):
     wire: str
     model: str
     base_url: str | None
+    key: int | None = Field(alias="key_id")
     api_key_env: str | None
     context_window: int | None
     max_output_tokens: int
+    reasoning_replay: str
+    prices: dict[str, float] | None
     team: str = Field(alias="team.name")
+    endpoint_changed_by: str | None
+    endpoint_changed_at: datetime | None
+
+    @staticmethod
+    def resolve_endpoint_changed_by(card: Any) -> str | None:
+        changed_by = card.endpoint_changed_by
+        return changed_by.username if changed_by is not None else None
 
 
 class SelectionsIn(Schema):

@@ -1,4 +1,9 @@
-"""Teams are walls: every object belongs to one team, and users see only their teams'."""
+"""Teams are walls: every object belongs to one team, and users see only their teams'.
+
+Inside a team, a membership is `admin` or `member`; the first member of a team is its admin
+and a team never ends with none. Secrets are stored so a copy of the database gives nothing
+away: API tokens and invitation tokens as hashes, provider keys encrypted (`vault`).
+"""
 
 from __future__ import annotations
 
@@ -23,9 +28,13 @@ class Team(models.Model):
         return self.name
 
 
+ROLES = [("admin", "admin"), ("member", "member")]
+
+
 class Membership(models.Model):
     team = models.ForeignKey(Team, on_delete=models.CASCADE)
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE)
+    role = models.CharField(max_length=10, choices=ROLES, default="member")
     joined_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -58,3 +67,48 @@ class ApiToken(models.Model):
         token = "hrs_" + secrets.token_urlsafe(32)
         row = cls.objects.create(user=user, name=name, digest=hash_token(token), prefix=token[:8])
         return row, token
+
+
+class ProviderKey(models.Model):
+    """A team's credential for a provider. Only the Fernet token is stored; the value goes
+    out only to the model card's provider and is never shown back (`last4` is)."""
+
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="provider_keys")
+    name = models.CharField(max_length=100)
+    ciphertext = models.TextField()
+    last4 = models.CharField(max_length=4, blank=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["team", "name"], name="one_key_name")]
+        ordering = ["name", "id"]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.team})"
+
+
+class Invitation(models.Model):
+    """A one-time link into a team. Only the token's hash is kept; `used_at` spends it."""
+
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="invitations")
+    role = models.CharField(max_length=10, choices=ROLES, default="member")
+    digest = models.CharField(max_length=64, unique=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    expires_at = models.DateTimeField()
+    used_at = models.DateTimeField(null=True, blank=True)
+    used_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True,
+        related_name="+",
+    )  # fmt: skip
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"invitation to {self.team} ({self.role})"

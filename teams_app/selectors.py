@@ -1,14 +1,25 @@
-"""Reads about teams, with the access rule every other app builds on."""
+"""Reads about teams, with the access rules every other app builds on.
+
+Two rules, each in one place: `teams_of` says what a user may see (anything else answers
+404), and `require_admin` says who may make admin-only writes (anyone else gets 403, which
+both the API and the pages turn into a 403 response). The 404 check always comes first, so
+another team's member learns nothing from a 403.
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
+from django.core.exceptions import PermissionDenied
 from django.db.models import QuerySet
 from django.http import Http404
 from django.utils import timezone
 
-from teams_app.models import ApiToken, Team, hash_token
+from teams_app.models import ApiToken, Invitation, Membership, ProviderKey, Team, hash_token
+
+
+class RoleRequired(PermissionDenied):
+    """Django answers PermissionDenied with 403 on pages; the API has a handler for it."""
 
 
 def teams_of(user: Any) -> QuerySet[Team]:
@@ -24,6 +35,61 @@ def team_for_create(user: Any, name: str | None) -> Team:
     if team is None:
         raise Http404("No such team." if name else "You belong to no team.")
     return team
+
+
+def role_of(user: Any, team: Team) -> str | None:
+    if not user.is_authenticated:
+        return None
+    return Membership.objects.filter(team=team, user=user).values_list("role", flat=True).first()
+
+
+def is_admin(user: Any, team: Team) -> bool:
+    return role_of(user, team) == "admin"
+
+
+def require_admin(user: Any, team: Team) -> None:
+    """The one role check: every admin-only write, in the API and on pages, goes through it."""
+    if not is_admin(user, team):
+        raise RoleRequired(f"Only an admin of team {team.name} may do this.")
+
+
+def access_membership(user: Any, team: Team, member_id: Any) -> Membership:
+    """A membership of a team the user is in, by the member's user id."""
+    if role_of(user, team) is None:
+        raise Http404("No such team.")
+    try:
+        return Membership.objects.select_related("user").get(team=team, user_id=int(member_id))
+    except (ValueError, TypeError, Membership.DoesNotExist):
+        raise Http404("No such member.") from None
+
+
+def memberships_of(team: Team) -> QuerySet[Membership]:
+    return Membership.objects.filter(team=team).select_related("user")
+
+
+def access_provider_key(user: Any, pk: Any) -> ProviderKey:
+    try:
+        return ProviderKey.objects.select_related("team", "created_by").get(
+            pk=int(pk), team__in=teams_of(user)
+        )
+    except (ValueError, TypeError, ProviderKey.DoesNotExist):
+        raise Http404("No such provider key.") from None
+
+
+def provider_keys_of(team: Team) -> QuerySet[ProviderKey]:
+    return ProviderKey.objects.filter(team=team).select_related("created_by")
+
+
+def invitation_open(token: str) -> Invitation:
+    """An invitation that can still be used; a spent, expired or unknown one is a 404 alike."""
+    found = (
+        Invitation.objects.select_related("team")
+        .filter(digest=hash_token(token), used_at__isnull=True, expires_at__gt=timezone.now())
+        .first()
+    )
+    if found is None:
+        raise Http404("This invitation link is unknown, used or expired.")
+    return found
 
 
 def user_for_token(token: str) -> Any | None:

@@ -1,7 +1,7 @@
 """Shared set-up: the personas, API clients, and a scripted model in place of the wire.
 
-alice and bob are teammates on "acme"; charlie is on "globex" and must see none of acme's
-objects. Most web tests run turns in-process against `ScriptedProvider`, which records what
+alice and bob are teammates on "acme": alice is its admin (its first member), bob a member;
+charlie is globex's admin and must see none of acme's objects. Most web tests run turns in-process against `ScriptedProvider`, which records what
 the model was sent.
 """
 

@@ -60,6 +60,8 @@ from harness.tokens import TokenCounter
 WIRE = "openai_chat"
 DEFAULT_TIMEOUT = 120.0
 NO_API_KEY = "not-needed"
+# A provider's error message shown to users is cut to this many characters.
+MESSAGE_CHARS = 400
 
 Chunks = AsyncStream[ChatCompletionChunk]
 
@@ -286,23 +288,50 @@ def _translated() -> Iterator[None]:
 
 
 def _provider_error(error: openai.APIError | httpx.HTTPError) -> ProviderError:
-    message = str(error)
     if isinstance(error, openai.APITimeoutError | httpx.TimeoutException):
-        return ProviderError(message, code="timeout", retryable=True)
+        return ProviderError(str(error), code="timeout", retryable=True)
     if isinstance(error, openai.APIConnectionError | httpx.TransportError):
-        return ProviderError(message, code="connection", retryable=True)
+        return ProviderError(str(error), code="connection", retryable=True)
     if isinstance(error, openai.APIStatusError):
-        return _status_error(error.status_code, message)
-    return ProviderError(message, code="unknown")
+        return _status_error(error.status_code, _said(error.body))
+    return ProviderError(str(error), code="unknown")
 
 
-def _status_error(status: int, message: str) -> ProviderError:
+def _said(body: object) -> str:
+    """What the provider said, from its JSON `error.message` only, cut short.
+
+    Never the raw body: a card pointed at some internal service would otherwise show that
+    service's answer to whoever reads the notice. The SDK hands over the `error` object when
+    the body has one. A context-length code the message lacks is appended, so the words that
+    identify the error (and the numbers in the message) survive for whoever parses them.
+    """
+    if not isinstance(body, dict):
+        return "(no JSON error message)"
+    message = body.get("message")
+    text = _cut(message) if isinstance(message, str) and message.strip() else "(no message)"
+    for key in ("code", "type"):
+        word = body.get(key)
+        if isinstance(word, str) and is_overflow(word) and word not in text:
+            text += f" ({word})"
+    figures = [
+        f"{k}: {body[k]}" for k in ("n_prompt_tokens", "n_ctx") if isinstance(body.get(k), int)
+    ]
+    return text + (f" ({', '.join(figures)})" if figures else "")
+
+
+def _cut(text: str) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= MESSAGE_CHARS else text[: MESSAGE_CHARS - 1] + "…"
+
+
+def _status_error(status: int, said: str) -> ProviderError:
+    message = f"HTTP {status}: {said}"
     if status == 429:
         return ProviderError(message, code="rate_limited", retryable=True)
     if status >= 500:
         return ProviderError(message, code="server_error", retryable=True)
     if status in (401, 403):
         return ProviderError(message, code="auth")
-    if is_overflow(message):
+    if is_overflow(said):
         return ProviderError(message, code="context_length_exceeded")
     return ProviderError(message, code="bad_request")

@@ -30,6 +30,13 @@ class ScriptedServer:
             bodies: list[dict[str, Any]] = json.load(response)
         return bodies
 
+    def authorization(self) -> list[str | None]:
+        """The Authorization header of every POST the server has received, in order."""
+        url = f"http://127.0.0.1:{self.port}/__authorization"
+        with urllib.request.urlopen(url) as response:
+            headers: list[str | None] = json.load(response)
+        return headers
+
 
 @pytest.fixture
 def scripted_server(tmp_path: Path) -> Iterator[Callable[[list[dict[str, Any]]], ScriptedServer]]:

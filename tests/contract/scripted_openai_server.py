@@ -5,9 +5,11 @@ chosen port is printed as stdout's first line. The script is a list of steps; ea
 /v1/chat/completions consumes the next one: a reply {"text", "reasoning", "tool_calls",
 "usage"} or an error {"status", "message"}. A step with "repeat" is never used up; a reply
 with "stall" streams its text and then hangs, like a model stuck mid-turn; a reply with
-"pause" (seconds) waits that long before each piece of its text, like a slow model. Every
+"pause" (seconds) waits that long before each piece of its text, like a slow model; an error
+with "raw" sends that text as a non-JSON body, like a service that is not a provider. Every
 request body is recorded and served back by GET /__requests, so a test can assert what a wire
-really sent. Stdlib only.
+really sent; the Authorization header of every POST (to any path) is served by GET
+/__authorization, so a test can assert which credential left. Stdlib only.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ class Script:
     def __init__(self, steps: list[dict[str, Any]]) -> None:
         self.steps = list(steps)
         self.requests: list[Any] = []
+        self.authorization: list[str | None] = []
         self.lock = threading.Lock()
 
     def take(self, body: Any) -> dict[str, Any]:
@@ -106,12 +109,16 @@ class Handler(BaseHTTPRequestHandler):
     def do_GET(self) -> None:
         if self.path == "/__requests":
             self.send_json(200, self.script.requests)
+        elif self.path == "/__authorization":
+            self.send_json(200, self.script.authorization)
         elif self.path == "/v1/models":
             self.send_json(200, {"object": "list", "data": [{"id": "scripted", "object": "model"}]})
         else:
             self.send_json(404, {"error": {"message": "not found"}})
 
     def do_POST(self) -> None:
+        with self.script.lock:
+            self.script.authorization.append(self.headers.get("Authorization"))
         body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"null")
         if self.path != "/v1/chat/completions":
             self.send_json(404, {"error": {"message": "not found"}})
@@ -126,13 +133,18 @@ class Handler(BaseHTTPRequestHandler):
             self.send_json(200, whole_reply(step))
 
     def send_error_step(self, step: dict[str, Any]) -> None:
+        if "raw" in step:
+            self.send_raw(step["status"], step["raw"].encode())
+            return
         error = {"message": step["message"], "type": "scripted_error", "code": step.get("code")}
         self.send_json(step["status"], {"error": error})
 
     def send_json(self, status: int, payload: Any) -> None:
-        data = json.dumps(payload).encode()
+        self.send_raw(status, json.dumps(payload).encode(), "application/json")
+
+    def send_raw(self, status: int, data: bytes, content_type: str = "text/html") -> None:
         self.send_response(status)
-        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Type", content_type)
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()
         self.wfile.write(data)

@@ -169,6 +169,39 @@ async def test_context_overflow_is_named_and_not_retried(scripted_server: Start)
     assert len(server.requests()) == 1
 
 
+async def test_an_overflow_keeps_its_words_and_numbers_and_the_status(
+    scripted_server: Start,
+) -> None:
+    message = (
+        "This model's maximum context length is 8192 tokens. However, you requested 9001 "
+        "tokens (8001 in the messages, 1000 in the completion)."
+    )
+    server = scripted_server([{"status": 400, "message": message}])
+    with pytest.raises(ProviderError) as caught:
+        await complete(provider_for(server), HELLO)
+    assert str(caught.value) == f"HTTP 400: {message}"
+    assert caught.value.code == "context_length_exceeded"
+
+
+async def test_an_error_shows_the_status_and_message_never_the_raw_body(
+    scripted_server: Start,
+) -> None:
+    secret_page = "<html>internal admin console: db password hunter2</html>"
+    long_message = "x" * 5000
+    server = scripted_server(
+        [{"status": 404, "raw": secret_page}, {"status": 400, "message": long_message}]
+    )
+    with pytest.raises(ProviderError) as caught:
+        await complete(provider_for(server), HELLO)
+    assert str(caught.value) == "HTTP 404: (no JSON error message)"
+    assert "hunter2" not in str(caught.value)
+    with pytest.raises(ProviderError) as caught:
+        await complete(provider_for(server), HELLO)
+    assert str(caught.value).startswith("HTTP 400: xxx")
+    assert len(str(caught.value)) < 500
+    assert "scripted_error" not in str(caught.value), "the body's other fields stay out"
+
+
 async def test_other_client_errors_are_bad_requests(scripted_server: Start) -> None:
     server = scripted_server([{"status": 400, "message": "unknown field"}])
     with pytest.raises(ProviderError) as caught:

@@ -71,7 +71,8 @@ def test_unknown_ids_and_bad_tokens(api_for, session, client):
     assert r.status_code == 401 and r.json()["detail"]
 
 
-def test_model_cards_and_presets_are_team_scoped(api_for, personas):
+def test_model_cards_and_presets_are_team_scoped(api_for, personas, settings):
+    settings.HORSIE = {**settings.HORSIE, "PROVIDER_ENV": ["OPENAI_API_KEY"]}
     alice, charlie = api_for("alice"), api_for("charlie")
     r = alice.post(
         "/models",

@@ -74,6 +74,12 @@ class ScriptedModel:
         with urllib.request.urlopen(url, timeout=10) as response:
             return list(json.loads(response.read()))
 
+    def authorization(self) -> list[str | None]:
+        """The Authorization header of every POST the server has received, in order."""
+        url = self.base_url.removesuffix("/v1") + "/__authorization"
+        with urllib.request.urlopen(url, timeout=10) as response:
+            return list(json.loads(response.read()))
+
     def close(self) -> None:
         self.process.kill()
         self.process.wait(timeout=10)

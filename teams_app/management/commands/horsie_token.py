@@ -1,4 +1,7 @@
-"""`manage.py horsie_token USERNAME --team TEAM`: the user and team are made when missing."""
+"""`manage.py horsie_token USERNAME --team TEAM`: the user and team are made when missing.
+
+The first member of a new team is its admin; an existing member keeps their role.
+"""
 
 from __future__ import annotations
 
