@@ -99,18 +99,27 @@ def _load(path: str, n_ctx: int, n_threads: int) -> _Loaded:
             from llama_cpp import Llama  # here, so importing this module stays cheap
 
             llm = Llama(model_path=path, n_ctx=n_ctx, n_threads=n_threads, verbose=False)
-            if not _MODELS:
+            if not _MODELS and not _VOCABULARIES:
                 atexit.register(_close_all)
             loaded = _MODELS[(path, n_ctx)] = _Loaded(llm=llm)
         return loaded
 
 
-@functools.lru_cache(maxsize=4)
+_VOCABULARIES: dict[str, Llama] = {}
+
+
 def _vocabulary(path: str) -> Llama:
     """The model's tokenizer alone: for counting, in any process, without loading weights."""
-    from llama_cpp import Llama
+    with _MODELS_LOCK:
+        vocabulary = _VOCABULARIES.get(path)
+        if vocabulary is None:
+            from llama_cpp import Llama
 
-    return Llama(model_path=path, vocab_only=True, verbose=False)
+            vocabulary = Llama(model_path=path, vocab_only=True, verbose=False)
+            if not _MODELS and not _VOCABULARIES:
+                atexit.register(_close_all)
+            _VOCABULARIES[path] = vocabulary
+        return vocabulary
 
 
 def _count(path: str, text: str) -> int:
@@ -122,7 +131,10 @@ def _close_all() -> None:
     with _MODELS_LOCK:
         for loaded in _MODELS.values():
             loaded.llm.close()
+        for vocabulary in _VOCABULARIES.values():
+            vocabulary.close()
         _MODELS.clear()
+        _VOCABULARIES.clear()
 
 
 # The provider: a worker thread generates, the event loop yields.

@@ -142,3 +142,45 @@ async def test_a_long_session_on_the_bundled_model_compacts_and_never_wedges() -
     assert len(boundaries) >= 2
     assert all(b.content.strip() for b in boundaries)
     assert not [e for e in store.entries if e.kind == "notice"], "no failed call or fold"
+
+
+CSV_PASTE = "".join(
+    f"2026-05-01,14:00:{m % 60:02d},station {m % 5},crate {4400 + m},400.0 kg,ok\n"
+    for m in range(90)
+)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_csv_paste_and_a_fork_on_the_bundled_model(api_for, settings) -> None:
+    """A 4,900-character CSV is ~3,800 tokens for this model's tokenizer (~1,200 by chars/4)
+    on a 2,048-token window. It is stored whole, shown as head and tail, and answered; every
+    later turn is too; "Fork with summary" writes its summary on the local wire (no tools)."""
+    settings.HORSIE = {**settings.HORSIE, "DISPATCH": "inprocess"}
+    alice = api_for("alice")
+    session = alice.post("/sessions", {"title": "Crates"}).json()
+    sid = session["id"]
+    assert session["context"]["window"] == 2048 and session["context"]["tokens"] > 0
+
+    first = alice.post(f"/sessions/{sid}/messages?wait=240", {"text": CSV_PASTE}).json()
+    kinds = [e["kind"] for e in first["entries"]]
+    assert kinds[0] == "user" and first["entries"][0]["content"] == CSV_PASTE, "stored whole"
+    assert "assistant" in kinds, first["entries"]
+    for n in range(2):
+        later = alice.post(f"/sessions/{sid}/messages?wait=240", {"text": f"And crate {n}?"})
+        entries = later.json()["entries"]
+        assert entries[-1]["kind"] == "assistant", entries
+        failures = [
+            e for e in entries if e["data"].get("code") in ("provider_error", "compaction_failed")
+        ]
+        assert failures == []
+    detail = alice.get(f"/sessions/{sid}").json()
+    context = alice.get(f"/sessions/{sid}/context").json()
+    assert detail["last_error"] is None
+    assert detail["context"]["tokens"] == context["tokens"] <= 2048, "the meter is the view"
+    assert all(b["role"] != "tools" for b in context["blocks"]), "the local wire offers no tools"
+
+    fork = alice.post(f"/sessions/{sid}/fork?wait=240").json()
+    log = alice.get(f"/sessions/{fork['id']}/entries").json()["entries"]
+    assert log[0]["kind"] == "boundary" and log[0]["content"].strip()
+    assert "failed" not in log[0]["data"], log[0]["data"]
+    assert not [e for e in log if e["data"].get("code") == "compaction_failed"]
