@@ -7,7 +7,9 @@ session's counter:
 
 - **trigger** `trigger × W`, moved earlier by `compact_at` and by the headroom rule
   `prompt + max_output + summary_budget <= W`. No window, no trigger.
-- **recent budget** what a cut keeps verbatim; **summary budget** what a summary may use;
+- **recent budget** what a cut keeps verbatim; **summary budget** what a summary may use; a
+  trigger moved early shrinks what a cut keeps (`cut_budget`), so the context after a fold
+  starts well below the trigger instead of at it;
 - **entry limit** the most one input or tool output may take in context: anything larger is
   shown as its head and tail, so no single paste can wedge a session.
 """
@@ -52,6 +54,18 @@ class Policy:
     @property
     def recent_budget(self) -> int:
         return int((self.window or 0) * self.recent_fraction)
+
+    def cut_budget(self, fixed: int) -> int:
+        """What a cut keeps verbatim when the context also holds `fixed` tokens that no fold
+        shrinks (system prompt, tools, memory, state): the recent budget, but at most half the
+        room the trigger leaves beside them and a summary, so the next turns have the other
+        half. Without this an early trigger is reached again by the fold itself: a compaction
+        on every turn, each folding one turn."""
+        trigger = self.trigger_tokens
+        if trigger is None:
+            return self.recent_budget
+        room = trigger - fixed - self.summary_budget
+        return max(0, min(self.recent_budget, room // 2))
 
     @property
     def entry_limit(self) -> int | None:

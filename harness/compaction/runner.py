@@ -64,7 +64,10 @@ async def compact(
     policy = budgets(view)
     boundary = latest_boundary(view.entries)
     visible = kept_since(view.entries, boundary)
-    cut = plan_cut(visible, policy.recent_budget, sizes_of(view.context))
+    keep = policy.recent_budget
+    if view.policy.window is not None:
+        keep = policy.cut_budget(fixed_tokens(view.context))
+    cut = plan_cut(visible, keep, sizes_of(view.context))
     if cut is None:
         await say(config, deps, "nothing_to_fold", NOTHING_TO_FOLD, said=said)
         return "nothing"
@@ -89,6 +92,11 @@ async def compact(
         return "compacted"
     finally:
         await deps.events.compacting(config.session_id, "end")
+
+
+def fixed_tokens(context: Context) -> int:
+    """What no fold shrinks: the system prompt, tools, memory and carried state."""
+    return sum(b.tokens for b in context.blocks if b.kind in ("system", "memory", "state"))
 
 
 def kept_since(entries: Sequence[LogEntry], boundary: LogEntry | None) -> list[LogEntry]:

@@ -30,6 +30,12 @@ class ScriptedServer:
             bodies: list[dict[str, Any]] = json.load(response)
         return bodies
 
+    def counts(self) -> list[dict[str, Any]]:
+        """In counting mode, per request: its counted prompt, its cap, whether refused."""
+        with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/__counts") as response:
+            counts: list[dict[str, Any]] = json.load(response)
+        return counts
+
     def authorization(self) -> list[str | None]:
         """The Authorization header of every POST the server has received, in order."""
         url = f"http://127.0.0.1:{self.port}/__authorization"
@@ -39,11 +45,12 @@ class ScriptedServer:
 
 
 @pytest.fixture
-def scripted_server(tmp_path: Path) -> Iterator[Callable[[list[dict[str, Any]]], ScriptedServer]]:
-    """Start a server playing the given steps; every server started is stopped at teardown."""
+def scripted_server(tmp_path: Path) -> Iterator[Callable[[Any], ScriptedServer]]:
+    """Start a server playing the given steps (a list), or counting (an object: see the
+    server's docstring); every server started is stopped at teardown."""
     processes: list[subprocess.Popen[str]] = []
 
-    def start(steps: list[dict[str, Any]]) -> ScriptedServer:
+    def start(steps: Any) -> ScriptedServer:
         script = tmp_path / f"script-{len(processes)}.json"
         script.write_text(json.dumps(steps))
         process = subprocess.Popen(

@@ -10,11 +10,24 @@ with "raw" sends that text as a non-JSON body, like a service that is not a prov
 request body is recorded and served back by GET /__requests, so a test can assert what a wire
 really sent; the Authorization header of every POST (to any path) is served by GET
 /__authorization, so a test can assert which credential left. Stdlib only.
+
+Counting mode: a script that is an object, not a list, plays a provider with a tokenizer of
+its own and a real window: {"density": 3.0, "limit": 8000, "replies": [{"text": …}, …]}.
+Each request's prompt is counted from the request body itself, by this file's own rule
+(`counted`): per message, (UTF-8 bytes of its content and tool call arguments) × density / 4
+plus 7, plus the tools JSON the same way; so a density of 3 counts three times chars/4, and
+the per-message cost keeps it from being proportional. That count is the `prompt_tokens` it
+reports. A request whose prompt plus `max_tokens` exceeds `limit` is refused with OpenAI's
+exact `context_length_exceeded` error; a summary request (its last user message starts with
+"[Compaction]") is answered with a short summary that fits its `max_tokens`; any other gets
+the next reply, cycling. GET /__counts serves, per request, what was counted and whether it
+was refused.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import sys
 import threading
 import time
@@ -24,6 +37,9 @@ from typing import Any
 
 CHUNK_CHARS = 4
 DEFAULT_USAGE = {"prompt_tokens": 7, "completion_tokens": 5, "total_tokens": 12}
+PER_MESSAGE = 7
+SUMMARY_LINE = "The user shared CSV rows, prose and code over many turns; each was answered. "
+SUMMARY_MARK = "[Compaction]"
 
 
 class Script:
@@ -41,6 +57,90 @@ class Script:
             if self.steps[0].get("repeat"):
                 return self.steps[0]
             return self.steps.pop(0)
+
+
+class CountingScript(Script):
+    """A provider with its own count and a real limit (see the module's docstring)."""
+
+    def __init__(self, spec: dict[str, Any]) -> None:
+        super().__init__([])
+        self.density = float(spec.get("density", 1.0))
+        self.limit = int(spec["limit"])
+        self.replies = list(spec.get("replies") or [spec.get("reply") or {"text": "Noted."}])
+        self.counts: list[dict[str, Any]] = []
+        self.answered = 0
+
+    def tokens(self, text: str) -> int:
+        return math.ceil(len(text.encode("utf-8")) * self.density / 4)
+
+    def counted(self, body: dict[str, Any]) -> int:
+        total = 0
+        for message in body.get("messages") or []:
+            text = content_text(message.get("content"))
+            for call in message.get("tool_calls") or []:
+                text += str((call.get("function") or {}).get("arguments") or "")
+            total += self.tokens(text) + PER_MESSAGE
+        if body.get("tools"):
+            total += self.tokens(json.dumps(body["tools"]))
+        return total
+
+    def take(self, body: Any) -> dict[str, Any]:
+        prompt = self.counted(body)
+        cap = int(body.get("max_tokens") or body.get("max_completion_tokens") or 0)
+        summary = is_summary_request(body)
+        refused = prompt + cap > self.limit
+        with self.lock:
+            self.requests.append(body)
+            self.counts.append(
+                {
+                    "prompt_tokens": prompt,
+                    "max_tokens": cap,
+                    "summary": summary,
+                    "refused": refused,
+                }  # fmt: skip
+            )
+            if refused:
+                return overflow_step(self.limit, prompt, cap)
+            if summary:
+                text = self.summary(cap, len(self.counts))
+            else:
+                text = str(self.replies[self.answered % len(self.replies)].get("text", ""))
+                self.answered += 1
+        out = self.tokens(text)
+        usage = {"prompt_tokens": prompt, "completion_tokens": out, "total_tokens": prompt + out}
+        return {"text": text, "usage": usage}
+
+    def summary(self, cap: int, call: int) -> str:
+        """A summary of about half its cap (at most 300 tokens), in this server's count."""
+        target = min(max(cap // 2, 16), 300)
+        chars = int(target * 4 / self.density)
+        text = f"Summary (call {call}): " + SUMMARY_LINE * (chars // len(SUMMARY_LINE) + 1)
+        return text[:chars].rstrip() or "Summary."
+
+
+def content_text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
+    return ""
+
+
+def is_summary_request(body: dict[str, Any]) -> bool:
+    users = [m for m in body.get("messages") or [] if m.get("role") == "user"]
+    return bool(users) and content_text(users[-1].get("content")).startswith(SUMMARY_MARK)
+
+
+def overflow_step(limit: int, prompt: int, cap: int) -> dict[str, Any]:
+    """OpenAI's own refusal of a prompt too long for the model, word for word."""
+    message = (
+        f"This model's maximum context length is {limit} tokens. However, you requested "
+        f"{prompt + cap} tokens ({prompt} in the messages, {cap} in the completion). "
+        "Please reduce the length of the messages or completion."
+    )
+    error = {"message": message, "type": "invalid_request_error", "param": "messages",
+             "code": "context_length_exceeded"}  # fmt: skip
+    return {"status": 400, "error": error}
 
 
 def pieces(text: str) -> list[str]:
@@ -109,6 +209,8 @@ class Handler(BaseHTTPRequestHandler):
     def do_GET(self) -> None:
         if self.path == "/__requests":
             self.send_json(200, self.script.requests)
+        elif self.path == "/__counts":
+            self.send_json(200, getattr(self.script, "counts", []))
         elif self.path == "/__authorization":
             self.send_json(200, self.script.authorization)
         elif self.path == "/v1/models":
@@ -135,6 +237,9 @@ class Handler(BaseHTTPRequestHandler):
     def send_error_step(self, step: dict[str, Any]) -> None:
         if "raw" in step:
             self.send_raw(step["status"], step["raw"].encode())
+            return
+        if "error" in step:
+            self.send_json(step["status"], {"error": step["error"]})
             return
         error = {"message": step["message"], "type": "scripted_error", "code": step.get("code")}
         self.send_json(step["status"], {"error": error})
@@ -169,7 +274,8 @@ class Handler(BaseHTTPRequestHandler):
 
 def main(argv: list[str]) -> None:
     with open(argv[1], encoding="utf-8") as file:
-        Handler.script = Script(json.load(file))
+        spec = json.load(file)
+    Handler.script = CountingScript(spec) if isinstance(spec, dict) else Script(spec)
     port = int(argv[2]) if len(argv) > 2 else 0
     server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
     print(server.server_address[1], flush=True)

@@ -56,7 +56,9 @@ def wait_until(check: Any, seconds: float = 30.0, what: str = "condition") -> An
 
 
 class ScriptedModel:
-    def __init__(self, steps: list[dict[str, Any]], folder: Path) -> None:
+    """The scripted server: `steps` a list plays them; an object counts (see the server)."""
+
+    def __init__(self, steps: list[dict[str, Any]] | dict[str, Any], folder: Path) -> None:
         script = folder / f"script-{secrets.token_hex(4)}.json"
         script.write_text(json.dumps(steps))
         self.process = subprocess.Popen(
@@ -71,6 +73,12 @@ class ScriptedModel:
     def requests(self) -> list[Any]:
         """The request bodies the server has received, in order."""
         url = self.base_url.removesuffix("/v1") + "/__requests"
+        with urllib.request.urlopen(url, timeout=10) as response:
+            return list(json.loads(response.read()))
+
+    def counts(self) -> list[dict[str, Any]]:
+        """In counting mode, per request: its counted prompt, its cap, whether refused."""
+        url = self.base_url.removesuffix("/v1") + "/__counts"
         with urllib.request.urlopen(url, timeout=10) as response:
             return list(json.loads(response.read()))
 
@@ -130,7 +138,8 @@ class Stack:
         assert done.returncode == 0, done.stderr
         return done.stdout
 
-    def start_web(self) -> None:
+    def start_web(self, *, quiet: bool = False) -> None:
+        """daphne on the stack's port; `quiet` sends its access log to /dev/null."""
         command = [
             str(BIN / "daphne"),
             "-b",
@@ -139,7 +148,10 @@ class Stack:
             str(self.port),
             "horsie_site.asgi:application",
         ]
-        self.processes["web"] = subprocess.Popen(command, cwd=ROOT, env=self.env)
+        out = subprocess.DEVNULL if quiet else None
+        self.processes["web"] = subprocess.Popen(
+            command, cwd=ROOT, env=self.env, stdout=out, stderr=out
+        )
         wait_until(self.answering, 60, "the web process answering")
 
     def start_worker(self, name: str = "worker") -> None:
