@@ -106,7 +106,7 @@ def detail_context(session: Session, **extra: Any) -> dict[str, Any]:
         "session": session,
         "status": status_of(session),
         "context": meter,
-        "last_error": detail["last_error"],
+        "failure": failure_of(session, detail["last_error"]),
         "compacting_since": compacting_since(session.pk),
         "marks": marks,
         "chart": chart_of(session, meter),
@@ -230,8 +230,24 @@ def entry_detail(request: HttpRequest, session_id: int, seq: int) -> TemplateRes
 def context_meter(request: HttpRequest, session_id: int) -> TemplateResponse:
     session = access_session(request.user, session_id)
     detail = session_detail_json(session)
-    context = {"session": session, "context": detail["context"], "last_error": detail["last_error"]}
-    return TemplateResponse(request, f"{DETAIL}#meter", context)
+    failure = failure_of(session, detail["last_error"])
+    context = {"session": session, "context": detail["context"], "failure": failure}
+    return TemplateResponse(request, f"{DETAIL}#meter-refresh", context)
+
+
+def failure_of(session: Session, last_error: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The banner's facts: what failed, and the last good reply before it, the point a
+    rewind goes back to (every entry after it belongs to the failing turns). None: no
+    failure, or no good reply to go back to, so no rewind is offered."""
+    if last_error is None:
+        return None
+    good = (
+        Entry.objects.filter(session_id=session.pk, kind="assistant", seq__lt=last_error["seq"])
+        .order_by("-seq")
+        .values_list("seq", flat=True)
+        .first()
+    )
+    return {**last_error, "rewind_seq": good}
 
 
 @login_required

@@ -12,6 +12,10 @@
  * turned into HTML here. The state panel (tasks, timers, questions) is built the same way
  * from each `state` event.
  *
+ * While a compaction runs, a `compacting` start event shows "Compacting… N s", counted up
+ * from its `since`; the end event hides it. A failed turn's banner is part of the meter's
+ * partial (swapped out of band), so it comes and goes with every meter refresh.
+ *
  * Compaction moves the cut: when a boundary arrives, entries before its first kept seq are
  * marked as no longer in the model's context, and older boundaries lose their edit form.
  * Forms that branch or edit (summary, fork, rewind, handoff) post with fetch; an error comes
@@ -153,7 +157,8 @@
     keepingScroll(() => insertBySeq(element, entry.seq));
     if (entry.kind === "boundary") moveCut(entry);
     if (element.classList.contains("pending")) rendered(element, entry.seq);
-    if (entry.kind === "assistant" || entry.kind === "boundary") refreshMeter();
+    // A reply, a boundary or a notice can move the meter, raise the failure banner or clear it.
+    if (["assistant", "boundary", "notice"].includes(entry.kind)) refreshMeter();
   }
 
   function showDelta(event) {
@@ -201,6 +206,7 @@
     page.dataset.status = status;
     if (status !== "running") {
       endStream();
+      if (status === "idle") compacting.hidden = true; // an end event missed while away
       refreshMeter();
     }
   }
@@ -208,6 +214,23 @@
   function refreshMeter() {
     document.body.dispatchEvent(new CustomEvent("horsie:refresh"));
     if (view === "context") loadContext();
+  }
+
+  // --- compaction in progress: "Compacting… 12 s", counted from when it started -----------
+
+  const compacting = document.getElementById("compacting");
+
+  function showCompacting(event) {
+    compacting.hidden = event.phase !== "start";
+    compacting.dataset.since = event.phase === "start" ? event.since || new Date().toISOString() : "";
+    tickCompacting();
+    if (event.phase === "end") refreshMeter();
+  }
+
+  function tickCompacting() {
+    const since = Date.parse(compacting.dataset.since);
+    if (compacting.hidden || Number.isNaN(since)) return;
+    fill(compacting, "elapsed", Math.max(0, Math.floor((Date.now() - since) / 1000)));
   }
 
   // --- the context view -----------------------------------------------------------------
@@ -464,6 +487,7 @@
     else if (event.type === "delta") showDelta(event);
     else if (event.type === "status") showStatus(event.status);
     else if (event.type === "state") showState(event.state);
+    else if (event.type === "compacting") showCompacting(event);
   }
 
   function connect() {
@@ -512,6 +536,6 @@
 
   transcript.scrollTop = transcript.scrollHeight;
   tickAll();
-  setInterval(tickAll, 1000);
+  setInterval(() => { tickAll(); tickCompacting(); }, 1000);
   connect();
 })();

@@ -12,6 +12,7 @@ from __future__ import annotations
 import difflib
 from bisect import bisect_left
 from collections.abc import Sequence
+from datetime import UTC, datetime
 from typing import Any
 
 from django import template
@@ -34,6 +35,27 @@ DOTS_UP_TO = 60
 @register.filter
 def trigger_label(trigger: str | None) -> str:
     return TRIGGERS.get(trigger or "auto", f"Compacted ({trigger})")
+
+
+@register.filter
+def unpinned(summary: str, data: dict[str, Any] | None) -> str:
+    """What the summariser wrote: a boundary's summary without the pinned text it begins
+    with (`data` is the boundary's data; a filter's argument must exist, `pinned` may not)."""
+    text = (summary or "").strip()
+    head = str((data or {}).get("pinned") or "").strip()
+    return text[len(head) :].strip() if head and text.startswith(head) else text
+
+
+@register.filter
+def seconds_since(moment: str | None) -> int:
+    """Whole seconds from an ISO 8601 time until now; 0 for none or nonsense."""
+    try:
+        then = datetime.fromisoformat(moment or "")
+    except (TypeError, ValueError):
+        return 0
+    if then.tzinfo is None:
+        then = then.replace(tzinfo=UTC)
+    return max(0, int((datetime.now(UTC) - then).total_seconds()))
 
 
 def line_diff(old: str, new: str, context: int = 2) -> list[tuple[str, str]]:
