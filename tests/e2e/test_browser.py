@@ -64,7 +64,11 @@ def test_a_reply_streams_live_to_everyone_watching(browser, horsie):
         expect(reply.locator("table td").first).to_have_text("St. Joseph → Fort Kearny")
         expect(page.locator("#streaming")).to_be_hidden()
         expect(page.locator("#status-badge")).to_have_text("idle")
-        expect(page.locator(".meter-numbers")).to_contain_text("2,150 / 8,000")
+        context = page.request.get(
+            re.sub(r"/sessions/(\d+)/$", r"/api/v1/sessions/\1/context", page.url)
+        )
+        total = context.json()["tokens"]  # the meter shows what the context view counts
+        expect(page.locator(".meter-numbers")).to_contain_text(f"{total:,} / 8,000")
         streamed = page.evaluate("window.horsieStream")
         assert streamed and REPLY.startswith(streamed[0]) and len(streamed[0]) < len(REPLY)
         assert all(REPLY.startswith(text) for text in streamed)
