@@ -156,11 +156,26 @@ def changes_state(entry: LogEntry) -> bool:
     )
 
 
+TOKENS_MAX = 10**9  # more than any context window: a larger figure is nonsense
+
+
+def token_count(value: Any) -> int | None:
+    """A token figure read from an entry, when it is one: an int in [0, TOKENS_MAX].
+
+    Entries hold what providers reported, and a provider can report anything (a string,
+    a negative or absurd number, a float, null). Such a figure counts as unknown, so a
+    reader falls back to the estimate instead of failing on it.
+    """
+    if isinstance(value, bool) or not isinstance(value, int):
+        return None
+    return value if 0 <= value <= TOKENS_MAX else None
+
+
 def prompt_tokens(data: Mapping[str, Any]) -> int | None:
     """An assistant entry's prompt size: as the provider reported it, else the estimate."""
-    usage = data.get("usage") or {}
-    tokens = usage.get("input_tokens") or data.get("prompt_tokens_estimate")
-    return int(tokens) if tokens else None
+    usage = data.get("usage")
+    reported = token_count(usage.get("input_tokens")) if isinstance(usage, Mapping) else None
+    return reported or token_count(data.get("prompt_tokens_estimate")) or None
 
 
 def assistant_step(state: SessionState, entry: LogEntry) -> SessionState:
@@ -282,7 +297,7 @@ def deserialise(data: Mapping[str, Any]) -> SessionState:
     return SessionState(
         seq=raw["seq"],
         **durable_from(raw),
-        last_prompt_tokens=raw["last_prompt_tokens"],
+        last_prompt_tokens=token_count(raw["last_prompt_tokens"]),
         open_calls={k: (v[0], v[1]) for k, v in raw["open_calls"].items()},
         pending_compact=dict(pending) if pending else None,
         pending_handoff=raw["pending_handoff"],

@@ -13,8 +13,9 @@ from ninja import Query, Router, Status
 from ninja.errors import HttpError
 
 from harness.context import assemble
-from harness.state import prompt_tokens
+from harness.state import prompt_tokens, token_count
 from horsie_site import wiring
+from horsie_site.inputs import SEQ_MAX
 from sessions_app import branching, selectors, services
 from sessions_app.journal import state_json, state_load
 from sessions_app.models import AgentPreset, ModelCard, Session
@@ -173,7 +174,7 @@ def last_prompt_tokens(session: Session) -> int | None:
     if latest is None:
         return None
     kind, data = latest
-    return data.get("tokens_after") if kind == "boundary" else prompt_tokens(data)
+    return token_count(data.get("tokens_after")) if kind == "boundary" else prompt_tokens(data)
 
 
 def session_json(session: Session) -> dict[str, Any]:
@@ -197,7 +198,11 @@ def session_create(request: HttpRequest, payload: SessionIn) -> Any:
 
 
 @router.get("/sessions", response=list[dict], tags=["sessions"])
-def session_list(request: HttpRequest, q: str = "", limit: int = Query(100, ge=1, le=500)) -> Any:
+def session_list(
+    request: HttpRequest,
+    q: str = Query("", max_length=200),
+    limit: int = Query(100, ge=1, le=500),
+) -> Any:
     return [session_json(s) for s in selectors.sessions_visible(request.user, q=q)[:limit]]
 
 
@@ -220,8 +225,8 @@ def session_patch(request: HttpRequest, session_id: int, payload: SessionPatch) 
 def entry_list(
     request: HttpRequest,
     session_id: int,
-    after: int | None = None,
-    before: int | None = None,
+    after: int | None = Query(None, ge=0, le=SEQ_MAX),
+    before: int | None = Query(None, ge=0, le=SEQ_MAX),
     limit: int = Query(100, ge=1, le=500),
 ) -> Any:
     session = selectors.access_session(request.user, session_id)
