@@ -20,6 +20,7 @@ from django.utils import timezone
 
 from harness import loop
 from harness.ports import LeaseLost
+from harness.state import token_count
 from horsie_site.inputs import SEQ_MAX, bounded_int, text_problem
 from sessions_app import events
 from sessions_app.journal import journal_apply, state_load
@@ -104,7 +105,8 @@ def entry_append(
 ) -> Entry:
     """Append one entry with the next seq. A turn runner passes its `lease`: when another
     runner has taken the session over, nothing is written and `LeaseLost` is raised, so a
-    runner that stalled past its lease can never add to a log that has moved on."""
+    runner that stalled past its lease can never add to a log that has moved on. A `tokens`
+    figure that is not one (a provider reported nonsense) is stored as unknown."""
     with transaction.atomic():
         counter = Session.objects.filter(pk=session_id)
         if lease is not None:
@@ -118,7 +120,7 @@ def entry_append(
             kind=kind,
             content=content,
             data=dict(data or {}),
-            tokens=tokens,
+            tokens=token_count(tokens),
             author=author,
         )
         events.send_on_commit(
