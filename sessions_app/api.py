@@ -65,7 +65,7 @@ ERRORS = {400: Detail, 404: Detail, 409: Detail, 413: Detail, 422: Detail}
 # Model cards ---------------------------------------------------------------------------
 
 
-@router.get("/models", response=list[ModelCardOut], tags=["models"])
+@router.get("/models", response={200: list[ModelCardOut], **ERRORS}, tags=["models"])
 def model_list(request: HttpRequest) -> Any:
     return selectors.model_cards_visible(request.user).select_related("team")
 
@@ -122,7 +122,7 @@ def selections_check(fields: dict[str, Any]) -> None:
             raise HttpError(400, f"No such {name.replace('_', ' ')} item: {ident}.")
 
 
-@router.get("/presets", response=list[PresetOut], tags=["presets"])
+@router.get("/presets", response={200: list[PresetOut], **ERRORS}, tags=["presets"])
 def preset_list(request: HttpRequest) -> Any:
     return selectors.presets_visible(request.user).select_related("team")
 
@@ -197,7 +197,7 @@ def session_create(request: HttpRequest, payload: SessionIn) -> Any:
     return Status(201, session_json(session))
 
 
-@router.get("/sessions", response=list[dict], tags=["sessions"])
+@router.get("/sessions", response={200: list[dict], **ERRORS}, tags=["sessions"])
 def session_list(
     request: HttpRequest,
     q: str = Query("", max_length=200),
