@@ -12,6 +12,7 @@ forms (`TextCheckMiddleware`), and services check the texts they are handed.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -33,6 +34,12 @@ def bounded_int(text: str | None, *, high: int, low: int = 0) -> int | None:
         return None
     value = int(text)
     return value if low <= value <= high else None
+
+
+def finite_or_none(value: float | None) -> float | None:
+    """A stored float as JSON can carry it: infinity and NaN (stored before they were
+    refused) are no number, and would make the whole answer invalid JSON."""
+    return value if value is not None and math.isfinite(value) else None
 
 
 def text_problem(text: str) -> str | None:

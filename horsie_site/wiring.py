@@ -19,6 +19,7 @@ from harness.providers import build_provider
 from harness.providers.base import CardConfig, Provider, RetryPolicy
 from harness.tools import builtin_tools
 from harness.tools.base import Tool
+from horsie_site.inputs import finite_or_none
 
 
 def card_config(card: Any) -> CardConfig:
@@ -77,7 +78,7 @@ def policy_for(session: Any) -> Policy:
         max_output_tokens=session.model.max_output_tokens,
         auto=session.auto_compact,
         trigger=float(horsie["COMPACT_TRIGGER"]),
-        compact_at=session.compact_at,
+        compact_at=finite_or_none(session.compact_at),
         recent_fraction=float(horsie["RECENT_FRACTION"]),
         summary_fraction=float(horsie["SUMMARY_FRACTION"]),
         clear_tool_results=session.clear_tool_results,

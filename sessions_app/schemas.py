@@ -5,10 +5,10 @@ from __future__ import annotations
 from typing import Annotated, Any, ClassVar, Literal, Self
 
 from ninja import Field, Schema
-from pydantic import model_validator
+from pydantic import field_validator, model_validator
 
 from harness.compaction import Policy
-from horsie_site.inputs import ID_MAX, SEQ_MAX, TOKENS_MAX
+from horsie_site.inputs import ID_MAX, SEQ_MAX, TOKENS_MAX, finite_or_none
 from sessions_app.leases import status_of
 from sessions_app.models import Entry, Session
 
@@ -130,6 +130,8 @@ class PresetOut(Schema):
     max_steps: int
     team: str = Field(alias="team.name")
 
+    _finite = field_validator("compact_at")(finite_or_none)
+
 
 class SessionIn(SelectionsIn):
     title: str = Field(default="", max_length=200)
@@ -211,7 +213,7 @@ def session_out(session: Session, context: dict[str, int | None]) -> dict[str, A
         "system_prompt": session.system_prompt,
         "max_steps": session.max_steps,
         "auto_compact": session.auto_compact,
-        "compact_at": session.compact_at,
+        "compact_at": finite_or_none(session.compact_at),
         "clear_tool_results": session.clear_tool_results,
         "memory": session.memory,
         "skills": session.skills,

@@ -165,6 +165,18 @@ def test_compact_at_is_finite_and_bounded(api_for, session, card, raw):
     assert api.get(f"/sessions/{session.pk}").json()["compact_at"] is None
 
 
+@pytest.mark.parametrize("stored", [float("inf"), float("-inf"), float("nan")])
+def test_a_non_finite_compact_at_stored_earlier_is_served_as_null(
+    api_for, personas, card, session, stored
+):
+    preset = AgentPreset.objects.create(team=personas["acme"], name="p", compact_at=stored)
+    Session.objects.filter(pk=session.pk).update(compact_at=stored)
+    api = api_for("alice")
+    assert api.get(f"/sessions/{session.pk}").json()["compact_at"] is None
+    assert api.get("/sessions").json()[0]["compact_at"] is None
+    assert api.get(f"/presets/{preset.pk}").json()["compact_at"] is None
+
+
 def test_unknown_api_paths_and_wrong_methods_answer_json(api_for, client):
     api = api_for("alice")
     for path in ("/nothing", "/sessions/1/nothing", "/sessions/", "/models/1/x"):
