@@ -233,6 +233,13 @@ def test_form_seqs_are_validated_before_int(alice_browser, session, seq):
     assert alice_browser.get(earlier, {"before": seq}).status_code == 400
 
 
+def test_huge_ids_in_page_paths_are_404(alice_browser, session):
+    for path in (f"/sessions/{HUGE}/", "/sessions/99999999999999999999/",
+                 f"/sessions/{session.pk}/entries/99999999999999999999/",
+                 f"/sessions/{session.pk}/entries/{HUGE}/"):  # fmt: skip
+        assert alice_browser.get(path).status_code == 404, path
+
+
 def test_the_team_switcher_validates_its_number(alice_browser, personas):
     for team in ("²", HUGE, ""):
         assert alice_browser.post(reverse("teams:switch"), {"team": team}).status_code == 400
