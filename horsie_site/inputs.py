@@ -16,7 +16,7 @@ import math
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from django.core.exceptions import RequestDataTooBig
+from django.core.exceptions import RequestDataTooBig, SuspiciousOperation
 from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest, JsonResponse
 
 INT_MAX = 2**31 - 1  # PostgreSQL's `integer`, the narrowest integer column either database has
@@ -54,23 +54,24 @@ def text_problem(text: str) -> str | None:
     return None
 
 
-def json_problem(value: Any, where: str = "the body") -> str | None:
-    """The first string (key or value) in a parsed JSON document that `text_problem` refuses."""
-    if isinstance(value, str):
-        problem = text_problem(value)
-        return f"{where} {problem}." if problem else None
-    if isinstance(value, dict):
-        for key, item in value.items():
-            problem = json_problem(key, f"A key in {where}") or json_problem(
-                item, f"`{key}`" if where == "the body" else f"{where}.{key}"
-            )
+def json_problem(document: Any) -> str | None:
+    """The first string (key or value) in a parsed JSON document that `text_problem` refuses,
+    named by its path. Iterative, so no nesting depth can exhaust the stack."""
+    pending: list[tuple[Any, str]] = [(document, "")]
+    while pending:
+        value, path = pending.pop()
+        if isinstance(value, str):
+            problem = text_problem(value)
             if problem:
-                return problem
-    if isinstance(value, list):
-        return next(
-            (p for i, item in enumerate(value) if (p := json_problem(item, f"{where}[{i}]"))),
-            None,
-        )
+                return f"{f'`{path}`' if path else 'The body'} {problem}."
+        elif isinstance(value, dict):
+            for key, item in value.items():
+                problem = text_problem(key)
+                if problem:
+                    return f"A key in {f'`{path}`' if path else 'the body'} {problem}."
+                pending.append((item, f"{path}.{key}" if path else key))
+        elif isinstance(value, list):
+            pending.extend((item, f"{path}[{i}]") for i, item in enumerate(value))
     return None
 
 
@@ -91,9 +92,17 @@ def body_problem(request: HttpRequest) -> str | None:
     to the view, which says so in its own words."""
     try:
         data = json.loads(request.body) if request.body else None
-    except (ValueError, RequestDataTooBig):
+    except (ValueError, RecursionError, RequestDataTooBig):
         return None
     return json_problem(data)
+
+
+def form_problem(request: HttpRequest) -> str | None:
+    """Unstorable text in a form; one that cannot be read is left to the view."""
+    try:
+        return pairs_problem(request.POST.lists(), "form")
+    except (SuspiciousOperation, ValueError, OSError):
+        return None
 
 
 class TextCheckMiddleware:
@@ -106,7 +115,7 @@ class TextCheckMiddleware:
     def __call__(self, request: HttpRequest) -> HttpResponse:
         problem = pairs_problem(request.GET.lists(), "query")
         if problem is None and request.content_type in FORM_TYPES:
-            problem = pairs_problem(request.POST.lists(), "form")
+            problem = form_problem(request)
         if problem is None and request.content_type == "application/json":
             problem = body_problem(request)
         if problem is None:

@@ -73,6 +73,13 @@ def test_creates_with_unstorable_text_are_400(api_for, personas, path, body):
     assert after == before
 
 
+@pytest.mark.parametrize("depth", [500, 100_000])
+def test_deeply_nested_bodies_are_refused_not_500(api_for, session, depth):
+    body = '{"text": ' + "[" * depth + "]" * depth + "}"
+    r = api_for("alice").post(f"/sessions/{session.pk}/messages", body)
+    assert r.status_code in (400, 422), r.content[:200]
+
+
 def test_a_query_string_with_nul_is_400(api_for, session):
     r = api_for("alice").get("/sessions?q=a%00b")
     assert r.status_code == 400 and "NUL" in r.json()["detail"]
