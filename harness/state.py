@@ -183,6 +183,17 @@ def reported_prompt(data: Mapping[str, Any]) -> int | None:
     return count_of(usage.get("input_tokens")) if isinstance(usage, Mapping) else None
 
 
+def token_count(value: Any) -> int | None:
+    """A token figure read from an entry, when it is one: an int in [0, MAX_TOKENS].
+
+    Entries hold what providers reported, and a provider can report anything (a string, a
+    negative or absurd number, a float, null): such a figure counts as unknown.
+    """
+    if isinstance(value, bool) or not isinstance(value, int):
+        return None
+    return value if 0 <= value <= MAX_TOKENS else None
+
+
 def prompt_tokens(data: Mapping[str, Any]) -> int | None:
     """An assistant entry's prompt size: as the provider reported it, else the estimate."""
     return reported_prompt(data) or count_of(data.get("prompt_tokens_estimate"))

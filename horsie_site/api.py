@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from django.conf import settings
 from django.core.exceptions import PermissionDenied, RequestDataTooBig
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from ninja import NinjaAPI
 from ninja.errors import AuthenticationError, HttpError, ValidationError
 from ninja.security import HttpBearer, SessionAuth
@@ -67,3 +68,38 @@ def http_error(request: HttpRequest, exc: HttpError) -> HttpResponse:
 
 api.add_router("/", "sessions_app.api.router")
 api.add_router("/", "teams_app.api.router")
+
+
+API_PREFIX = "/api/"
+
+
+class JsonErrorsMiddleware:
+    """Under `/api/`, an error Django or ninja answers in HTML (an unknown path's 404, a wrong
+    method's 405, a server error) is answered as JSON `{"detail"}` like every other."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        response = self.get_response(request)
+        if (
+            not request.path.startswith(API_PREFIX)
+            or response.status_code < 400
+            or response.get("Content-Type", "").startswith("application/json")
+        ):
+            return response
+        as_json = JsonResponse(
+            {"detail": error_detail(request, response)}, status=response.status_code
+        )
+        if response.has_header("Allow"):
+            as_json["Allow"] = response["Allow"]
+        return as_json
+
+
+def error_detail(request: HttpRequest, response: HttpResponse) -> str:
+    if response.status_code == 404:
+        return f"No such path: {request.path[:200]} (the API is described at /api/v1/docs)."
+    if response.status_code == 405:
+        allowed = response.get("Allow", "")
+        return f"{request.method} is not allowed here; this path takes {allowed}."
+    return str(response.reason_phrase)

@@ -13,24 +13,24 @@ from django.core.asgi import get_asgi_application
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "horsie_site.settings")
 django_asgi_app = get_asgi_application()
 
-from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ChannelNameRouter, ProtocolTypeRouter, URLRouter  # noqa: E402
-from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 from django.conf import settings  # noqa: E402
+from django.urls import re_path  # noqa: E402
 
 import harness.providers.openai_chat  # noqa: E402, F401  (the SDK's import, ~2 s, not on a turn)
 from sessions_app.dispatcher import TURN_CHANNEL  # noqa: E402
 from sessions_app.routing import websocket_urlpatterns  # noqa: E402
 from sessions_app.scheduler import Scheduler  # noqa: E402
 from sessions_app.worker import TurnConsumer  # noqa: E402
-from teams_app.websocket import TokenAuthMiddleware  # noqa: E402
+from teams_app.websocket import NoSuchSocket, SocketAuthMiddleware  # noqa: E402
+
+# Token or (from an allowed origin) cookie; every refusal is an accepted socket then closed.
+sockets = URLRouter([*websocket_urlpatterns, re_path(r"", NoSuchSocket.as_asgi())])
 
 application = ProtocolTypeRouter(
     {
         "http": django_asgi_app,
-        "websocket": AllowedHostsOriginValidator(
-            AuthMiddlewareStack(TokenAuthMiddleware(URLRouter(websocket_urlpatterns)))
-        ),
+        "websocket": SocketAuthMiddleware(sockets),
         "channel": ChannelNameRouter({TURN_CHANNEL: TurnConsumer.as_asgi()}),
     }
 )

@@ -25,6 +25,7 @@ from harness.tokens import ESTIMATE, TokenCounter
 from harness.tools import builtin_tools
 from harness.tools.base import Tool
 from horsie_site import outbound
+from horsie_site.inputs import finite_or_none
 from teams_app import vault
 
 # Where a wire's SDK goes when the card names no base URL: checked like any other.
@@ -126,7 +127,7 @@ def policy_for(session: Any) -> Policy:
         max_output_tokens=session.model.max_output_tokens,
         auto=session.auto_compact,
         trigger=float(horsie["COMPACT_TRIGGER"]),
-        compact_at=session.compact_at,
+        compact_at=finite_or_none(session.compact_at),
         recent_fraction=float(horsie["RECENT_FRACTION"]),
         summary_fraction=float(horsie["SUMMARY_FRACTION"]),
         clear_tool_results=session.clear_tool_results,

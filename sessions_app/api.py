@@ -14,6 +14,7 @@ from ninja.errors import HttpError
 
 from harness.runtime import SessionView
 from horsie_site import wiring
+from horsie_site.inputs import SEQ_MAX
 from sessions_app import branching, cards, selectors, services
 from sessions_app.journal import state_json, state_load
 from sessions_app.models import AgentPreset, ModelCard, Session
@@ -62,7 +63,7 @@ ERRORS = {400: Detail, 403: Detail, 404: Detail, 409: Detail, 413: Detail, 422: 
 # Model cards ---------------------------------------------------------------------------
 
 
-@router.get("/models", response=list[ModelCardOut], tags=["models"])
+@router.get("/models", response={200: list[ModelCardOut], **ERRORS}, tags=["models"])
 def model_list(request: HttpRequest) -> Any:
     return selectors.model_cards_visible(request.user).select_related("team", "endpoint_changed_by")
 
@@ -124,7 +125,7 @@ def selections_check(fields: dict[str, Any]) -> None:
             raise HttpError(400, f"No such {name.replace('_', ' ')} item: {ident}.")
 
 
-@router.get("/presets", response=list[PresetOut], tags=["presets"])
+@router.get("/presets", response={200: list[PresetOut], **ERRORS}, tags=["presets"])
 def preset_list(request: HttpRequest) -> Any:
     return selectors.presets_visible(request.user).select_related("team")
 
@@ -196,8 +197,12 @@ def session_create(request: HttpRequest, payload: SessionIn) -> Any:
     return Status(201, session_detail_json(session))
 
 
-@router.get("/sessions", response=list[dict], tags=["sessions"])
-def session_list(request: HttpRequest, q: str = "", limit: int = Query(100, ge=1, le=500)) -> Any:
+@router.get("/sessions", response={200: list[dict], **ERRORS}, tags=["sessions"])
+def session_list(
+    request: HttpRequest,
+    q: str = Query("", max_length=200),
+    limit: int = Query(100, ge=1, le=500),
+) -> Any:
     return [session_json(s) for s in selectors.sessions_visible(request.user, q=q)[:limit]]
 
 
@@ -220,8 +225,8 @@ def session_patch(request: HttpRequest, session_id: int, payload: SessionPatch) 
 def entry_list(
     request: HttpRequest,
     session_id: int,
-    after: int | None = None,
-    before: int | None = None,
+    after: int | None = Query(None, ge=0, le=SEQ_MAX),
+    before: int | None = Query(None, ge=0, le=SEQ_MAX),
     limit: int = Query(100, ge=1, le=500),
 ) -> Any:
     session = selectors.access_session(request.user, session_id)

@@ -4,7 +4,9 @@ The consumer joins the session's group before reading the catch-up, so an entry 
 after that read arrives as an event; entries it already sent are skipped by seq, so a
 watcher sees every entry exactly once. After the catch-up come the status, the state, and
 the reply text already streamed by a call in flight (deltas carry offsets, so the browser
-joins that text with the live deltas without doubling any of it). Access is checked on connect and again on events
+joins that text with the live deltas without doubling any of it). A socket that may not
+watch is accepted and then closed: 4401 for no or a bad token, 4404 for a session that is
+missing or another team's. Access is checked on connect and again on events
 (deltas, which come many a second, at most once a second), so a user removed from the team
 stops seeing the session. Inbound frames are validated: only `ping` is understood.
 """
@@ -19,23 +21,21 @@ from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 from django.http import Http404
 
+from horsie_site.inputs import SEQ_MAX, bounded_int
 from sessions_app.events import group_name, stream_in_flight
 from sessions_app.journal import state_json, state_load
 from sessions_app.leases import status_of
 from sessions_app.schemas import entry_out
 from sessions_app.selectors import access_session, cut_seq, entries_page
+from teams_app.websocket import CLOSE_NOT_FOUND, CLOSE_UNAUTHORIZED
 
-CLOSE_NOT_FOUND = 4404
 CATCH_UP_PAGE = 500
 RECHECK_SECONDS = 1.0
 
 
 def query_int(scope: dict[str, Any], name: str) -> int | None:
-    values = parse_qs(scope.get("query_string", b"").decode()).get(name)
-    try:
-        return int(values[0]) if values else None
-    except ValueError:
-        return None
+    values = parse_qs(scope.get("query_string", b"").decode("latin1")).get(name)
+    return bounded_int(values[0], high=SEQ_MAX) if values else None
 
 
 @database_sync_to_async
@@ -63,9 +63,12 @@ class SessionConsumer(AsyncJsonWebsocketConsumer):
     async def connect(self) -> None:
         self.session_id = int(self.scope["url_route"]["kwargs"]["session_id"])
         self.user = self.scope.get("user")
+        if not getattr(self.user, "is_authenticated", False):
+            await self.refuse(CLOSE_UNAUTHORIZED)
+            return
         status = await may_watch(self.user, self.session_id)
         if status is None:
-            await self.close(code=CLOSE_NOT_FOUND)
+            await self.refuse(CLOSE_NOT_FOUND)
             return
         self.group = group_name(self.session_id)
         self.last_seq = max(0, query_int(self.scope, "after") or 0)
@@ -77,6 +80,11 @@ class SessionConsumer(AsyncJsonWebsocketConsumer):
         await self.send_json({"type": "state", "state": await current_state(self.session_id)})
         if status == "running":
             await self.send_stream_in_flight()
+
+    async def refuse(self, code: int) -> None:
+        """Accepted, then closed: the client reads why from the close code."""
+        await self.accept()
+        await self.close(code=code)
 
     async def send_stream_in_flight(self) -> None:
         """The reply text streamed before this socket joined, as one delta at offset 0."""

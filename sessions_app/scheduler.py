@@ -11,13 +11,16 @@ one scheduler thread that ticks once a second. Ticks in several processes are sa
   picked up the same way.
 
 Timers armed before a restart are rows in the database, so they fire after it; one that came
-due while nothing ran fires at the first tick.
+due while nothing ran fires at the first tick. Each session is handled on its own: one whose
+turn cannot start (a bug, poisoned data) is logged and skipped, and the tick goes on to the
+next session, so one broken session never stops timers or recovery for the others.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Callable
 from datetime import datetime, timedelta
 
 from django.db import close_old_connections, transaction
@@ -45,10 +48,21 @@ def timers_fire_due(now: datetime) -> int:
     fired = 0
     due = ArmedTimer.objects.filter(due_at__lte=now).order_by("due_at")[:BATCH]
     for timer in list(due):
-        if timer_fire(timer):
+        if isolated(timer.session_id, "firing a timer", lambda t=timer: timer_fire(t)):
             fired += 1
-            turn_start(timer.session_id)
+            isolated(
+                timer.session_id, "starting its turn", lambda t=timer: turn_start(t.session_id)
+            )
     return fired
+
+
+def isolated(session_id: int, what: str, work: Callable[[], object]) -> bool:
+    """Run one session's work and say whether it did; a failure is logged, never raised."""
+    try:
+        return bool(work())
+    except Exception:
+        log.exception("scheduler: %s for session %s failed; going on", what, session_id)
+        return False
 
 
 def timer_fire(timer: ArmedTimer) -> bool:
@@ -73,9 +87,10 @@ def sessions_recover(now: datetime) -> int:
         pk__in=QueuedInput.objects.filter(created_at__lt=now - STRANDED_AFTER).values("session"),
     )
     ids = list(Session.objects.filter(expired | stranded).values_list("pk", flat=True)[:BATCH])
-    for session_id in ids:
-        turn_start(session_id)
-    return len(ids)
+    return sum(
+        isolated(session_id, "recovering it", lambda s=session_id: bool(turn_start(s)) or True)
+        for session_id in ids
+    )
 
 
 class Scheduler:

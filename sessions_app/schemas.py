@@ -3,24 +3,51 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Literal
+from typing import Annotated, Any, ClassVar, Literal, Self
 
 from ninja import Field, Schema
+from pydantic import field_validator, model_validator
 
 from harness.compaction.policy import Policy
+from horsie_site.inputs import ID_MAX, SEQ_MAX, TOKENS_MAX, finite_or_none
 from sessions_app.leases import status_of
 from sessions_app.models import Entry, Session
 
 Wire = Literal["openai_chat", "openai_responses", "anthropic", "local"]
 ReplayRule = Literal["never", "tool_turns", "always"]
+# Numbers a client sends are bounded by what the product means and both databases hold;
+# `compact_at` below 1 is a fraction, else a token count, and never infinite or NaN.
+Id = Annotated[int, Field(ge=1, le=ID_MAX)]
+Seq = Annotated[int, Field(ge=1, le=SEQ_MAX)]
+ContextWindow = Annotated[int, Field(ge=256, le=TOKENS_MAX)]
+OutputTokens = Annotated[int, Field(ge=1, le=1_000_000)]
+CompactAt = Annotated[float, Field(gt=0, le=TOKENS_MAX, allow_inf_nan=False)]
+MaxSteps = Annotated[int, Field(ge=1, le=1000)]
 
 
 class Detail(Schema):
     detail: Any
 
 
+class Patch(Schema):
+    """A PATCH body: a field left out stays as it is; `null` only where the field may be null."""
+
+    nullable: ClassVar[frozenset[str]] = frozenset()
+
+    @model_validator(mode="after")
+    def nulls_allowed(self) -> Self:
+        refused = sorted(
+            name
+            for name in self.model_fields_set
+            if getattr(self, name) is None and name not in self.nullable
+        )
+        if refused:
+            raise ValueError(f"{', '.join(refused)} may not be null; leave it out to keep it")
+        return self
+
+
 class MemorySelection(Schema):
-    space: int
+    space: Id
     mode: Literal["read", "write"] = "read"
 
 
@@ -41,14 +68,15 @@ class ModelCardIn(Schema):
     api_key_env: str | None = Field(
         default=None, max_length=100, pattern=r"^[A-Za-z_][A-Za-z0-9_]*$"
     )
-    context_window: int | None = Field(default=None, ge=256)
-    max_output_tokens: int = Field(default=1024, ge=1, le=1_000_000)
+    context_window: ContextWindow | None = None
+    max_output_tokens: OutputTokens = 1024
     reasoning_replay: ReplayRule = "never"
     prices: Prices | None = None
     team: str | None = None
 
 
-class ModelCardPatch(Schema):
+class ModelCardPatch(Patch):
+    nullable = frozenset({"base_url", "key", "api_key_env", "context_window", "prices"})
     name: str | None = Field(default=None, min_length=1, max_length=100)
     wire: Wire | None = None
     model: str | None = Field(default=None, min_length=1, max_length=200)
@@ -57,8 +85,8 @@ class ModelCardPatch(Schema):
     api_key_env: str | None = Field(
         default=None, max_length=100, pattern=r"^[A-Za-z_][A-Za-z0-9_]*$"
     )
-    context_window: int | None = Field(default=None, ge=256)
-    max_output_tokens: int | None = Field(default=None, ge=1, le=1_000_000)
+    context_window: ContextWindow | None = None
+    max_output_tokens: OutputTokens | None = None
     reasoning_replay: ReplayRule | None = None
     prices: Prices | None = None
 
@@ -87,28 +115,29 @@ class ModelCardOut(Schema):
 
 class SelectionsIn(Schema):
     memory: list[MemorySelection] | None = None
-    skills: list[int] | None = None
-    bundles: list[int] | None = None
-    subagent_types: list[int] | None = None
-    mcp_servers: list[int] | None = None
+    skills: list[Id] | None = None
+    bundles: list[Id] | None = None
+    subagent_types: list[Id] | None = None
+    mcp_servers: list[Id] | None = None
     auto_compact: bool | None = None
-    compact_at: float | None = Field(default=None, gt=0)
+    compact_at: CompactAt | None = None
     clear_tool_results: bool | None = None
 
 
 class PresetIn(SelectionsIn):
     name: str = Field(min_length=1, max_length=100)
-    model: int | None = None
+    model: Id | None = None
     system_prompt: str = Field(default="", max_length=100_000)
-    max_steps: int = Field(default=25, ge=1, le=1000)
+    max_steps: MaxSteps = 25
     team: str | None = None
 
 
-class PresetPatch(SelectionsIn):
+class PresetPatch(SelectionsIn, Patch):
+    nullable = frozenset({"model", "compact_at"})
     name: str | None = Field(default=None, min_length=1, max_length=100)
-    model: int | None = None
+    model: Id | None = None
     system_prompt: str | None = Field(default=None, max_length=100_000)
-    max_steps: int | None = Field(default=None, ge=1, le=1000)
+    max_steps: MaxSteps | None = None
 
 
 class PresetOut(Schema):
@@ -127,17 +156,20 @@ class PresetOut(Schema):
     max_steps: int
     team: str = Field(alias="team.name")
 
+    _finite = field_validator("compact_at")(finite_or_none)
+
 
 class SessionIn(SelectionsIn):
     title: str = Field(default="", max_length=200)
-    preset: int | None = None
-    model: int | None = None
+    preset: Id | None = None
+    model: Id | None = None
     system_prompt: str | None = Field(default=None, max_length=100_000)
-    max_steps: int | None = Field(default=None, ge=1, le=1000)
+    max_steps: MaxSteps | None = None
     team: str | None = None
 
 
-class SessionPatch(SelectionsIn):
+class SessionPatch(SelectionsIn, Patch):
+    nullable = frozenset({"compact_at"})
     title: str | None = Field(default=None, max_length=200)
 
 
@@ -150,12 +182,12 @@ class ForkIn(Schema):
 
 
 class RewindIn(Schema):
-    seq: int = Field(ge=1)
+    seq: Seq
     text: str | None = None
 
 
 class SummaryEditIn(Schema):
-    boundary: int = Field(ge=1)
+    boundary: Seq
     summary: str = Field(max_length=200_000)
     pin: bool = True  # keep this text verbatim in later folds, until a person edits it again
 
@@ -210,7 +242,7 @@ def session_out(
         "system_prompt": session.system_prompt,
         "max_steps": session.max_steps,
         "auto_compact": session.auto_compact,
-        "compact_at": session.compact_at,
+        "compact_at": finite_or_none(session.compact_at),
         "clear_tool_results": session.clear_tool_results,
         "memory": session.memory,
         "skills": session.skills,

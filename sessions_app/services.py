@@ -8,6 +8,7 @@ appended by the lease holder, in order, at a turn boundary.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -19,6 +20,8 @@ from django.utils import timezone
 
 from harness import loop
 from harness.ports import LeaseLost
+from harness.state import token_count
+from horsie_site.inputs import SEQ_MAX, bounded_int, text_problem
 from sessions_app import events
 from sessions_app.journal import journal_apply, state_load
 from sessions_app.leases import lease_release, lease_take, lease_take_over
@@ -45,6 +48,8 @@ HELP = (
     "from. /rewind SEQ [message] starts a new session from this one's history up to entry SEQ."
 )
 
+
+log = logging.getLogger(__name__)
 
 LOCAL_CARD = {
     "name": "SmolLM2 135M (bundled, local)",
@@ -100,7 +105,8 @@ def entry_append(
 ) -> Entry:
     """Append one entry with the next seq. A turn runner passes its `lease`: when another
     runner has taken the session over, nothing is written and `LeaseLost` is raised, so a
-    runner that stalled past its lease can never add to a log that has moved on."""
+    runner that stalled past its lease can never add to a log that has moved on. A `tokens`
+    figure that is not one (a provider reported nonsense) is stored as unknown."""
     with transaction.atomic():
         counter = Session.objects.filter(pk=session_id)
         if lease is not None:
@@ -114,7 +120,7 @@ def entry_append(
             kind=kind,
             content=content,
             data=dict(data or {}),
-            tokens=tokens,
+            tokens=token_count(tokens),
             author=author,
         )
         events.send_on_commit(
@@ -167,8 +173,12 @@ def pick(fields: Mapping[str, Any], preset: AgentPreset | None, name: str, defau
 
 
 def input_check(text: str, what: str = "message") -> None:
+    """Text a person sent: not empty, storable, and within the size limit."""
     if not text.strip():
         raise InvalidInput(f"The {what} is empty.")
+    problem = text_problem(text)
+    if problem:
+        raise InvalidInput(f"The {what} {problem}.")
     limit = settings.HORSIE["MESSAGE_MAX_CHARS"]
     if len(text) > limit:
         raise InputTooLarge(f"The message has {len(text)} characters; the limit is {limit}.")
@@ -195,11 +205,12 @@ def branch_command(session: Session, user: Any, text: str) -> int | None:
     if name == "summary-n-fork":
         return branching.session_fork(parent=session, user=user).pk
     if name == "rewind":
-        seq, _, rest = command_args(text).partition(" ")
-        if not seq.isdigit():
-            raise InvalidInput("Usage: /rewind SEQ [a new message]")
+        word, _, rest = command_args(text).partition(" ")
+        seq = bounded_int(word, low=1, high=SEQ_MAX)
+        if seq is None:
+            raise InvalidInput("Usage: /rewind SEQ [a new message] (SEQ is an entry's number)")
         child = branching.session_rewind(
-            parent=session, user=user, seq=int(seq), text=rest.strip() or None
+            parent=session, user=user, seq=seq, text=rest.strip() or None
         )
         return child.pk
     return None
@@ -228,12 +239,23 @@ def turn_start(session_id: int, queued_id: int | None = None) -> Posted:
 
     Taking over from a runner whose lease expired first closes (or resumes) its turn.
     """
-    resume = False
+    taken_over = False
     lease = lease_take(session_id)
     if lease is None:
         lease = lease_take_over(session_id)
         if lease is None:
             return Posted(seq=None, queued=True)
+        taken_over = True
+    try:
+        return turn_begin(session_id, lease, queued_id, taken_over=taken_over)
+    except Exception:
+        lease_release(session_id, lease)  # never leave the session stuck in `running`
+        raise
+
+
+def turn_begin(session_id: int, lease: str, queued_id: int | None, *, taken_over: bool) -> Posted:
+    resume = False
+    if taken_over:
         # A fork whose runner died before writing its summary: the new runner writes it.
         fork_unwritten = Session.objects.filter(pk=session_id, kind="fork", last_seq=0).exists()
         resume = fork_unwritten or turn_interrupted(session_id)
@@ -360,9 +382,16 @@ def command_run(session_id: int, name: str) -> None:
 
 
 def session_release(session_id: int, lease: str) -> None:
-    """Give the turn back: the session waits when a question is pending, else it is idle."""
-    state, _ = state_load(session_id)
-    status = "waiting" if state.questions else "idle"
+    """Give the turn back: the session waits when a question is pending, else it is idle.
+
+    The lease is released even when the state cannot be read (the runner that calls this
+    may be failing because of it)."""
+    try:
+        state, _ = state_load(session_id)
+        status = "waiting" if state.questions else "idle"
+    except Exception:
+        log.exception("session %s: its state could not be read; releasing it as idle", session_id)
+        status = "idle"
     if lease_release(session_id, lease, status):
         events.send_on_commit(session_id, {"type": "status", "status": status})
 
@@ -389,8 +418,8 @@ def turn_boundary(session_id: int, lease: str) -> str | None:
 
 
 def session_update(*, session: Session, fields: Mapping[str, Any]) -> Session:
+    """Set what was sent; the schema allows `null` only where it means something."""
     for name, value in fields.items():
-        if value is not None:
-            setattr(session, name, value)
+        setattr(session, name, value)
     session.save()
     return session

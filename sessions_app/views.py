@@ -30,6 +30,8 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.http import HttpResponseClientRedirect, trigger_client_event
 
+from harness.state import token_count
+from horsie_site.inputs import SEQ_MAX, bounded_int
 from sessions_app import api, branching, services
 from sessions_app.api import session_detail_json, session_json
 from sessions_app.events import compacting_since
@@ -153,10 +155,10 @@ def shown(session_id: int, rows: list[Entry], marks: dict[str, Any]) -> list[dic
     summary its diff against the version it edits."""
     entries = [entry_out(row, marks["cut"]) for row in rows]
     edited = {
-        int(e["data"]["edited_from"])
+        bounded_int(str(e["data"].get("edited_from")), high=SEQ_MAX)
         for e in entries
-        if e["kind"] == "boundary" and str(e["data"].get("edited_from", "")).isdigit()
-    }
+        if e["kind"] == "boundary"
+    } - {None}
     originals = dict(
         Entry.objects.filter(session_id=session_id, seq__in=edited).values_list("seq", "content")
     )
@@ -188,7 +190,10 @@ def chart_of(session: Session, meter: dict[str, Any]) -> dict[str, Any]:
         .values_list("seq", "data__trigger")[:CHART_CALLS]
     )
     return prompt_chart(
-        [(seq, reported or estimate) for seq, reported, estimate in calls],
+        [
+            (seq, token_count(reported) or token_count(estimate))
+            for seq, reported, estimate in calls
+        ],
         list(boundaries),
         window=meter["window"],
         trigger_tokens=meter["trigger_tokens"],
@@ -205,9 +210,8 @@ def blank_entry(kind: str) -> dict[str, Any]:
 @require_GET
 def entries_earlier(request: HttpRequest, session_id: int) -> HttpResponse:
     session = access_session(request.user, session_id)
-    try:
-        before = int(request.GET["before"])
-    except (KeyError, ValueError):
+    before = bounded_int(request.GET.get("before"), high=SEQ_MAX)
+    if before is None:
         return HttpResponseBadRequest("`before` must be an entry's seq.")
     entries, has_more = page_before(session, max(1, before), transcript_marks(session.pk))
     context = {"session": session, "entries": entries, "has_more": has_more}
@@ -400,8 +404,7 @@ def posted_text(request: HttpRequest, name: str) -> str:
 
 
 def posted_seq(request: HttpRequest, name: str) -> int | None:
-    value = request.POST.get(name, "").strip()
-    return int(value) if value.isdigit() else None
+    return bounded_int(request.POST.get(name), low=1, high=SEQ_MAX)
 
 
 def go_to(request: HttpRequest, session_id: int) -> HttpResponse:

@@ -117,13 +117,15 @@ async def with_heartbeat(work: Awaitable[None], session_id: int, store: OrmTrans
 
 
 def turn_failed(session_id: int, lease: str, error: Exception) -> None:
-    entry_append(
-        session_id=session_id,
-        kind="notice",
-        content=f"The turn failed: {type(error).__name__}: {error}",
-        data={"code": "turn_failed"},
-    )
-    session_release(session_id, lease)
+    try:
+        entry_append(
+            session_id=session_id,
+            kind="notice",
+            content=f"The turn failed: {type(error).__name__}: {error}",
+            data={"code": "turn_failed"},
+        )
+    finally:  # the session is never left held, even when the notice cannot be written
+        session_release(session_id, lease)
 
 
 class TurnConsumer(AsyncConsumer):

@@ -507,8 +507,9 @@
     clearInterval(pinger);
     // The bubble stays: on reconnect the text in flight arrives at offset 0 and only what
     // is new is appended; if the reply ended meanwhile, its entry or the status clears it.
-    if (event.code === 4404) {
-      setLive("gone");
+    // Refused for good: not found or not yours (4404), or no longer logged in (4401).
+    if (event.code === 4404 || event.code === 4401) {
+      setLive(event.code === 4404 ? "gone" : "logged out");
       return;
     }
     const delay = Math.min(10000, 500 * 2 ** retries) * (0.5 + Math.random() / 2);

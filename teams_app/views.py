@@ -13,13 +13,14 @@ from typing import Any
 
 from django.contrib.auth import login
 from django.contrib.auth.decorators import login_required
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadRequest
 from django.shortcuts import redirect
 from django.template.response import TemplateResponse
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.http import HttpResponseClientRedirect
 
+from horsie_site.inputs import ID_MAX, bounded_int
 from teams_app import selectors, services
 from teams_app.forms import ProviderKeyForm, RoleForm, SignupForm
 from teams_app.models import Team
@@ -32,9 +33,12 @@ JOIN = "teams_app/join.html"
 @login_required
 @require_POST
 def team_switch(request: HttpRequest) -> HttpResponse:
+    team_id = bounded_int(request.POST.get("team"), high=ID_MAX)
+    if team_id is None:
+        return HttpResponseBadRequest("`team` must be a team's id.")
     try:
-        team = teams_of(request.user).get(pk=int(request.POST.get("team", "")))
-    except (ValueError, Team.DoesNotExist):
+        team = teams_of(request.user).get(pk=team_id)
+    except Team.DoesNotExist:
         raise Http404("No such team.") from None
     request.session["team_id"] = team.pk
     url = reverse("sessions:list")

@@ -72,17 +72,25 @@ async def test_catch_up_from_after_then_live_without_duplicates(personas, sessio
     await w.disconnect()
 
 
-async def test_another_team_is_refused(personas, session):
-    w = watcher(session.pk, personas["charlie"][1])
-    connected, code = await w.connect()
-    assert not connected
-    assert code == 4404
+async def close_code(communicator):
+    """A refused socket is accepted, then closed: the code says why."""
+    connected, _ = await communicator.connect()
+    assert connected, "refused at the handshake instead of accepted and closed"
+    message = await communicator.receive_output(timeout=5)
+    assert message["type"] == "websocket.close", message
+    return message["code"]
+
+
+async def test_refused_sockets_are_accepted_then_closed(personas, session):
+    assert await close_code(watcher(session.pk, personas["charlie"][1])) == 4404
+    assert await close_code(watcher(999999, personas["alice"][1])) == 4404
+    assert await close_code(watcher(session.pk, "hrs_not-a-token")) == 4401
     anonymous = WebsocketCommunicator(
         application, f"/ws/v1/sessions/{session.pk}/", headers=[(b"origin", b"http://127.0.0.1")]
     )
-    assert not (await anonymous.connect())[0]
-    missing = watcher(999999, personas["alice"][1])
-    assert not (await missing.connect())[0]
+    assert await close_code(anonymous) == 4401
+    unrouted = WebsocketCommunicator(application, "/ws/v1/nothing-here/")
+    assert await close_code(unrouted) == 4404
 
 
 async def test_inbound_frames_are_validated(personas, session):

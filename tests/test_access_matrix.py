@@ -1,0 +1,273 @@
+"""Who may reach what: every route, every persona, enumerated from the configuration.
+
+The routes are read from Django's URL resolver (pages), the API's OpenAPI document (every
+operation, with its method) and `sessions_app.routing` (websockets), so a new endpoint is in
+this matrix the moment it is routed, with no one remembering to add it. Path parameters are
+filled with real ids of team acme's objects; a parameter this file does not know fails the
+run with a message saying where to add it.
+
+Each case is checked against `EXPECTED[persona][kind]`. Adding a persona (an `admin` column
+when roles land) is one line in `PERSONAS` and one in `EXPECTED`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+from django.conf import settings
+from django.shortcuts import resolve_url
+from django.urls import URLPattern, URLResolver, get_resolver
+
+from horsie_site.api import api
+from sessions_app.routing import websocket_urlpatterns
+
+MARK = "ACME-PRIVATE"  # in every acme object's name: an outsider's answer must not hold it
+
+# persona -> the user it logs in as (None: anonymous)
+PERSONAS: dict[str, str | None] = {"anonymous": None, "outsider": "charlie", "member": "bob"}
+
+# persona -> kind of route -> expected outcome. "object" routes name an acme object (a path
+# parameter, or a form field in OBJECT_FORMS); "collection" routes name none.
+EXPECTED: dict[str, dict[str, str]] = {
+    "anonymous": {"page": "login", "api": "401", "ws": "4401"},
+    "outsider": {"page": "404", "api": "404", "ws": "4404", "collection": "ok"},
+    "member": {"page": "ok", "api": "ok", "ws": "open", "collection": "ok"},
+}
+
+# Routes anyone may reach: only "no server error" is asked of them.
+PUBLIC_PAGES = {"login", "logout"}
+PUBLIC_API = {"openapi-json", "openapi-view", "api-root"}
+# Form fields that name an object, for page routes that take one in their body.
+OBJECT_FORMS: dict[str, Callable[[dict[str, int]], dict[str, Any]]] = {
+    "teams:switch": lambda ids: {"team": ids["team"]},
+}
+
+
+def object_ids(objects: dict[str, Any]) -> dict[str, int]:
+    """Path parameter -> the acme object's id. A new parameter name needs a line here."""
+    return {
+        "card_id": objects["card"].pk,
+        "preset_id": objects["preset"].pk,
+        "session_id": objects["session"].pk,
+        "seq": 1,
+        "team": objects["team"].pk,
+    }
+
+
+# Enumeration --------------------------------------------------------------------------
+
+
+def url_patterns(
+    patterns: list[Any] | None = None, prefix: str = "", namespace: str | None = None
+) -> Iterator[tuple[str, str | None, str | None]]:
+    """(route, namespace, name) for every URL pattern Django serves."""
+    for pattern in patterns if patterns is not None else get_resolver().url_patterns:
+        if isinstance(pattern, URLResolver):
+            inner = pattern.namespace or namespace
+            yield from url_patterns(pattern.url_patterns, prefix + str(pattern.pattern), inner)
+        elif isinstance(pattern, URLPattern):
+            yield prefix + str(pattern.pattern), namespace, pattern.name
+
+
+def page_routes() -> list[tuple[str, str]]:
+    return [
+        (f"{namespace}:{name}" if namespace else str(name), "/" + route)
+        for route, namespace, name in url_patterns()
+        if namespace not in ("api", "admin")
+    ]
+
+
+def api_operations() -> list[tuple[str, str, dict[str, Any]]]:
+    schema = api.get_openapi_schema()
+    return [
+        (method.upper(), path, operation)
+        for path, operations in schema["paths"].items()
+        for method, operation in operations.items()
+    ]
+
+
+def params_of(route: str) -> list[str]:
+    return re.findall(r"[<{](?:\w+:)?(\w+)[>}]", route)
+
+
+def filled(route: str, ids: dict[str, int]) -> str:
+    unknown = [name for name in params_of(route) if name not in ids]
+    assert not unknown, f"{route}: give {unknown} a value in object_ids() of {__file__}"
+    return re.sub(r"[<{](?:\w+:)?(\w+)[>}]", lambda m: str(ids[m[1]]), route)
+
+
+# Outcomes -----------------------------------------------------------------------------
+
+
+def outcome(response: Any) -> str:
+    status = response.status_code
+    location = response.get("Location", "") if status in (301, 302) else ""
+    if location.startswith(resolve_url(settings.LOGIN_URL)):
+        return "login"
+    if status in (401, 403, 404, 405) or status >= 500:
+        return str(status)
+    return "ok"
+
+
+def expected(persona: str, kind: str, names_object: bool) -> str:
+    column = EXPECTED[persona]
+    return column[kind] if names_object or "collection" not in column else column["collection"]
+
+
+@pytest.fixture
+def objects(personas, card, monkeypatch):
+    """acme's objects, made by alice; no turn runs (dispatching is recorded, not done)."""
+    from sessions_app import dispatcher, services
+    from sessions_app.models import AgentPreset
+
+    monkeypatch.setattr(dispatcher, "turn_dispatch", lambda session_id, lease: None)
+    card.name = f"{MARK} card"
+    card.save()
+    preset = AgentPreset.objects.create(team=personas["acme"], name=f"{MARK} preset", model=card)
+    session = services.session_create(
+        user=personas["alice"][0],
+        team=personas["acme"],
+        fields={"title": f"{MARK} session", "model": card},
+    )
+    services.entry_append(session_id=session.pk, kind="user", content=f"{MARK} hello")
+    return {"card": card, "preset": preset, "session": session, "team": personas["acme"]}
+
+
+def as_persona(client, personas, persona: str):
+    name = PERSONAS[persona]
+    if name is not None:
+        client.force_login(personas[name][0])
+    return client
+
+
+# Pages --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("persona", PERSONAS)
+@pytest.mark.parametrize(("name", "route"), page_routes())
+def test_pages(client, personas, objects, name, route, persona):
+    ids = object_ids(objects)
+    url = filled(route, ids)
+    browser = as_persona(client, personas, persona)
+    form = OBJECT_FORMS[name](ids) if name in OBJECT_FORMS else {}
+    response = browser.get(url)
+    if response.status_code == 405:
+        response = browser.post(url, form)
+    got = outcome(response)
+    if name in PUBLIC_PAGES:
+        assert got not in ("500",), (url, persona, response.status_code)
+        return
+    want = expected(persona, "page", bool(params_of(route)) or name in OBJECT_FORMS)
+    assert got == want, (url, persona, response.status_code)
+    if persona == "outsider":
+        assert MARK not in response.content.decode(errors="replace"), (url, "leaks acme's data")
+
+
+# API ----------------------------------------------------------------------------------
+
+
+def example(schema: dict[str, Any], components: dict[str, Any]) -> Any:
+    """A small valid value for a JSON schema: only required properties, minimal values."""
+    if "$ref" in schema:
+        return example(components[schema["$ref"].rsplit("/", 1)[-1]], components)
+    options = schema.get("anyOf") or schema.get("oneOf")
+    if options:
+        return example(next(o for o in options if o.get("type") != "null"), components)
+    if "enum" in schema:
+        return schema["enum"][0]
+    kind = schema.get("type")
+    if kind == "object":
+        required = schema.get("required", [])
+        props = schema.get("properties", {})
+        return {name: example(props[name], components) for name in required}
+    values = {"integer": max(1, schema.get("minimum", 1)), "number": 0.5, "boolean": False,
+              "string": "x" * max(1, schema.get("minLength", 1)), "array": []}  # fmt: skip
+    return values.get(kind)
+
+
+def request_body(operation: dict[str, Any]) -> Any:
+    content = operation.get("requestBody", {}).get("content", {}).get("application/json")
+    if content is None:
+        return None
+    components = api.get_openapi_schema()["components"]["schemas"]
+    return example(content["schema"], components)
+
+
+@pytest.mark.parametrize("persona", PERSONAS)
+@pytest.mark.parametrize(
+    ("method", "path", "operation"),
+    api_operations(),
+    ids=[f"{m} {p}" for m, p, _ in api_operations()],
+)
+def test_api(client, personas, objects, method, path, operation, persona):
+    import json
+
+    url = filled(path, object_ids(objects))
+    name = PERSONAS[persona]
+    headers = {"Authorization": f"Bearer {personas[name][1]}"} if name else {}
+    body = request_body(operation)
+    response = getattr(client, method.lower())(
+        url,
+        data=json.dumps(body) if body is not None else None,
+        content_type="application/json",
+        headers=headers,
+    )
+    want = expected(persona, "api", bool(params_of(path)))
+    assert outcome(response) == want, (
+        method,
+        url,
+        persona,
+        response.status_code,
+        response.content[:300],
+    )
+    if persona == "outsider":
+        assert MARK not in response.content.decode(errors="replace"), (url, "leaks acme's data")
+
+
+def test_public_api_routes_answer_anyone(client):
+    for route, namespace, name in url_patterns():
+        if namespace == "api" and name in PUBLIC_API:
+            assert client.get("/" + route).status_code < 500, route
+
+
+def test_every_route_is_in_the_matrix():
+    """Every URL pattern is a page above, an API operation in the OpenAPI document, a public
+    API route, or Django's admin (staff only, checked below)."""
+    documented = {re.sub(r"{(\w+)}", r"<\1>", path) for _, path, _ in api_operations()}
+    for route, namespace, name in url_patterns():
+        if namespace == "api":
+            assert "/" + route in documented or name in PUBLIC_API, route
+    assert len(page_routes()) >= 10 and len(api_operations()) >= 20
+    assert {str(p.pattern) for p in websocket_urlpatterns}
+
+
+@pytest.mark.parametrize("persona", PERSONAS)
+def test_the_admin_is_for_staff_only(client, personas, persona):
+    response = as_persona(client, personas, persona).get("/admin/")
+    assert response.status_code == 302 and "/admin/login/" in response["Location"]
+
+
+# Websockets ---------------------------------------------------------------------------
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("persona", PERSONAS)
+@pytest.mark.parametrize("route", [str(p.pattern) for p in websocket_urlpatterns])
+async def test_websockets(personas, objects, route, persona):
+    from channels.testing import WebsocketCommunicator
+
+    from horsie_site.asgi import application
+
+    url = "/" + filled(route, object_ids(objects))
+    name = PERSONAS[persona]
+    query = f"?token={personas[name][1]}" if name else ""
+    socket = WebsocketCommunicator(application, url + query)
+    connected, _ = await socket.connect()
+    assert connected, f"{url}: refused at the handshake; refusals are accepted, then closed"
+    message = await socket.receive_output(timeout=5)
+    got = "open" if message["type"] == "websocket.send" else str(message.get("code"))
+    assert got == expected(persona, "ws", bool(params_of(route))), (url, persona, message)
+    await socket.disconnect()
