@@ -39,6 +39,9 @@ EXPECTED: dict[str, dict[str, str]] = {
 
 # Routes anyone may reach: only "no server error" is asked of them.
 PUBLIC_PAGES = {"login", "logout"}
+# Team administration answers by role (403 for a member): checked in tests/teams_app until
+# this matrix gains its `admin` column.
+ROLE_ROUTES = ("/teams/", "/api/v1/team/", "/api/v1/provider-keys")
 PUBLIC_API = {"openapi-json", "openapi-view", "api-root"}
 # Form fields that name an object, for page routes that take one in their body.
 OBJECT_FORMS: dict[str, Callable[[dict[str, int]], dict[str, Any]]] = {
@@ -149,6 +152,8 @@ def as_persona(client, personas, persona: str):
 @pytest.mark.parametrize("persona", PERSONAS)
 @pytest.mark.parametrize(("name", "route"), page_routes())
 def test_pages(client, personas, objects, name, route, persona):
+    if route.startswith(ROLE_ROUTES):
+        pytest.skip("by role: tests/teams_app, until the admin column")
     ids = object_ids(objects)
     url = filled(route, ids)
     browser = as_persona(client, personas, persona)
@@ -205,6 +210,8 @@ def request_body(operation: dict[str, Any]) -> Any:
 def test_api(client, personas, objects, method, path, operation, persona):
     import json
 
+    if path.startswith(ROLE_ROUTES):
+        pytest.skip("by role: tests/teams_app, until the admin column")
     url = filled(path, object_ids(objects))
     name = PERSONAS[persona]
     headers = {"Authorization": f"Bearer {personas[name][1]}"} if name else {}
