@@ -16,6 +16,7 @@ MAX_QUERY = 500
 MAX_HITS = 20
 EXCERPT = 120
 PAGE = 20_000
+MAX_SEQ = 2**53 - 1  # within the store's bigint, and exact in every JSON client
 
 
 class SearchArgs(BaseModel):
@@ -23,8 +24,10 @@ class SearchArgs(BaseModel):
 
 
 class ReadArgs(BaseModel):
-    seq: int = Field(ge=1)
-    offset: int = Field(default=0, ge=0, description="Character to start from; default 0.")
+    seq: int = Field(ge=1, le=MAX_SEQ)
+    offset: int = Field(
+        default=0, ge=0, le=MAX_SEQ, description="Character to start from; default 0."
+    )
 
 
 def excerpt(text: str, query: str) -> str:

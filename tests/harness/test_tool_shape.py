@@ -123,6 +123,7 @@ async def test_several_bad_fields_are_all_named_and_null_means_left_out():
         ("ask_user", {"question": "?", "options": ["a"] * 11}, "options must hold at most 10"),
         ("ask_user", {"question": "?", "options": ["x" * 201]}, "options[0] must be at most 200"),
         ("read_entry", {"seq": 0}, "seq must be at least 1"),
+        ("read_entry", {"seq": 2**53}, "seq must be at most 9007199254740991"),
         ("read_entry", {"seq": 3, "offset": -1}, "offset must be at least 0"),
         ("search_history", {"query": "x" * 501}, "query must be at most 500 characters"),
         (
