@@ -3,6 +3,8 @@
 `ScriptedProvider` plays back a list of replies (or errors) and records every request it
 receives, so a test can assert exactly what the model was sent. `MemoryStore` implements
 `TranscriptStore` with a list, for pure tests of the turn loop without a database.
+`InMemorySource` implements `MemorySource` over values, with the refusals and version checks
+the database side makes, and records every write as a revision.
 """
 
 from __future__ import annotations
@@ -10,9 +12,17 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import AsyncIterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from harness.memory import (
+    MAX_NOTE_CHARS,
+    MemoryConflict,
+    MemoryNote,
+    MemoryRefused,
+    MemorySpace,
+)
 from harness.messages import (
     EntryKind,
     LogEntry,
@@ -258,3 +268,111 @@ class Archivist:
                     words.append(word)
         text = "Kept: " + " ".join(words) if words else "Nothing to keep."
         return text[: (request.max_output_tokens or 10**6) * 2]
+
+
+@dataclass
+class InMemorySource:
+    """A `MemorySource` over a list of spaces, which every session has selected as given.
+
+    `revisions` records each write (who: session and seq, or a person through `edit`), as the
+    database's `MemoryRevision` rows would; `clock` moves a minute per write so "newest
+    first" is deterministic.
+    """
+
+    spaces: list[MemorySpace]
+    revisions: list[dict[str, Any]] = field(default_factory=list)
+    clock: datetime = field(default_factory=lambda: datetime(2025, 1, 1, tzinfo=UTC))
+
+    async def selected(self, session_id: int) -> Sequence[MemorySpace]:
+        return list(self.spaces)
+
+    async def note_write(
+        self,
+        session_id: int,
+        *,
+        space: str,
+        title: str,
+        body: str,
+        version: int | None,
+        seq: int,
+    ) -> MemoryNote:
+        current = self.current(self.writable(space), title, version)
+        if len(body) > MAX_NOTE_CHARS:
+            raise MemoryRefused(f"A note holds at most {MAX_NOTE_CHARS:,} characters.")
+        note = self.stored(title, body, current, pinned=bool(current and current.pinned))
+        self.put(space, title, note, by=f"session {session_id} at seq {seq}")
+        return note
+
+    async def note_delete(
+        self, session_id: int, *, space: str, title: str, version: int, seq: int
+    ) -> None:
+        self.current(self.writable(space), title, version)
+        self.put(space, title, None, by=f"session {session_id} at seq {seq}")
+
+    async def note_rename(
+        self,
+        session_id: int,
+        *,
+        space: str,
+        title: str,
+        new_space: str,
+        new_title: str,
+        version: int,
+        seq: int,
+    ) -> MemoryNote:
+        current = self.current(self.writable(space), title, version)
+        assert current is not None
+        if self.writable(new_space).note(new_title) is not None:
+            raise MemoryRefused(f"Space `{new_space}` already has a note `{new_title}`.")
+        by = f"session {session_id} at seq {seq}"
+        self.put(space, title, None, by=by)
+        moved = self.stored(new_title, current.body, current, pinned=current.pinned)
+        self.put(new_space, new_title, moved, by=by)
+        return moved
+
+    def edit(self, space: str, title: str, body: str, *, pinned: bool = False) -> MemoryNote:
+        """A person's edit through the forms: no selection or version needed."""
+        named = next(s for s in self.spaces if s.name == space)
+        note = self.stored(title, body, named.note(title), pinned=pinned)
+        self.put(space, title, note, by="a person")
+        return note
+
+    def writable(self, name: str) -> MemorySpace:
+        space = next((s for s in self.spaces if s.name == name), None)
+        if space is None:
+            raise MemoryRefused(f"No memory space `{name}` is selected in this session.")
+        if space.mode != "write":
+            raise MemoryRefused(f"Space `{name}` is selected read only in this session.")
+        return space
+
+    def current(self, space: MemorySpace, title: str, version: int | None) -> MemoryNote | None:
+        note = space.note(title)
+        if version is None and note is not None:
+            raise MemoryRefused(f"Space `{space.name}` already has a note `{title}`.")
+        if version is not None and (note is None or note.version != version):
+            raise MemoryConflict(note)
+        return note
+
+    def stored(
+        self, title: str, body: str, before: MemoryNote | None, *, pinned: bool
+    ) -> MemoryNote:
+        self.clock += timedelta(minutes=1)
+        version = before.version + 1 if before else 1
+        return MemoryNote(
+            title=title, body=body, pinned=pinned, version=version, updated_at=self.clock
+        )
+
+    def put(self, space: str, title: str, note: MemoryNote | None, *, by: str) -> None:
+        named = next(s for s in self.spaces if s.name == space)
+        before = named.note(title)
+        notes = tuple(n for n in named.notes if n.title != title) + ((note,) if note else ())
+        self.spaces = [replace(s, notes=notes) if s is named else s for s in self.spaces]
+        self.revisions.append(
+            {
+                "space": space,
+                "title": title,
+                "before": before.body if before else None,
+                "after": note.body if note else None,
+                "by": by,
+            }
+        )

@@ -1,15 +1,20 @@
-"""The built-in tools, by the names tests and presets rely on."""
+"""The built-in tools, by the names tests and presets rely on.
+
+`memory` is offered only to a session that selects a memory space (`memory=True`): a tool
+the session cannot use would cost context on every call for nothing.
+"""
 
 from __future__ import annotations
 
 from harness.tools.ask_user import AskUser
 from harness.tools.base import Tool
 from harness.tools.history import ReadEntry, SearchHistory
+from harness.tools.memory import Memory
 from harness.tools.timers import CancelTimer, SetTimer
 from harness.tools.todo_write import TodoWrite
 
 
-def builtin_tools() -> dict[str, Tool]:
+def builtin_tools(*, memory: bool = False) -> dict[str, Tool]:
     tools: list[Tool] = [
         TodoWrite(),
         SetTimer(),
@@ -17,5 +22,6 @@ def builtin_tools() -> dict[str, Tool]:
         AskUser(),
         SearchHistory(),
         ReadEntry(),
+        *([Memory()] if memory else []),
     ]
     return {tool.spec.name: tool for tool in tools}

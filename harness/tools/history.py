@@ -7,45 +7,27 @@ be found again, and a tool output shown as a preview can be read whole, a page a
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from pydantic import BaseModel, Field
 
-from harness.messages import LogEntry, ToolSpec
-from harness.tools.base import ToolContext, ToolOutcome, refused
+from harness.messages import LogEntry
+from harness.tools.base import Text, ToolContext, ToolOutcome, TypedTool, refused
 
 MAX_QUERY = 500
 MAX_HITS = 20
 EXCERPT = 120
 PAGE = 20_000
+MAX_SEQ = 2**53 - 1  # within the store's bigint, and exact in every JSON client
 
-SEARCH_SPEC = ToolSpec(
-    name="search_history",
-    description=(
-        "Search this session's whole log, including what compaction folded into the summary. "
-        "Returns matching entries with their seq and an excerpt; read one with read_entry."
-    ),
-    parameters={
-        "type": "object",
-        "properties": {"query": {"type": "string", "description": "Text to find (any case)."}},
-        "required": ["query"],
-    },
-)
 
-READ_SPEC = ToolSpec(
-    name="read_entry",
-    description=(
-        "Read one entry of this session's log whole, by seq (from search_history, or from a "
-        "tool output shown as a preview). Long entries come in pages: pass offset to go on."
-    ),
-    parameters={
-        "type": "object",
-        "properties": {
-            "seq": {"type": "integer"},
-            "offset": {"type": "integer", "description": "Character to start from; default 0."},
-        },
-        "required": ["seq"],
-    },
-)
+class SearchArgs(BaseModel):
+    query: Text = Field(max_length=MAX_QUERY, description="Text to find (any case).")
+
+
+class ReadArgs(BaseModel):
+    seq: int = Field(ge=1, le=MAX_SEQ)
+    offset: int = Field(
+        default=0, ge=0, le=MAX_SEQ, description="Character to start from; default 0."
+    )
 
 
 def excerpt(text: str, query: str) -> str:
@@ -62,37 +44,36 @@ def label(entry: LogEntry) -> str:
     return f"{entry.kind} {name}" if name else entry.kind
 
 
-class SearchHistory:
-    spec = SEARCH_SPEC
+class SearchHistory(TypedTool[SearchArgs]):
+    name = "search_history"
+    description = (
+        "Search this session's whole log, including what compaction folded into the summary. "
+        "Returns matching entries with their seq and an excerpt; read one with read_entry."
+    )
+    Args = SearchArgs
 
-    async def run(self, arguments: Mapping[str, Any], context: ToolContext) -> ToolOutcome:
-        query = arguments.get("query")
-        if not isinstance(query, str) or not query.strip():
-            return refused('"query" must be a non-empty string.')
-        if len(query) > MAX_QUERY:
-            return refused(f'"query" must be at most {MAX_QUERY} characters.')
+    async def call(self, args: SearchArgs, context: ToolContext) -> ToolOutcome:
         assert context.log is not None, "search_history needs the log"
-        hits = await context.log.search(context.session_id, query.strip(), MAX_HITS + 1)
+        hits = await context.log.search(context.session_id, args.query, MAX_HITS + 1)
         if not hits:
-            return ToolOutcome(text=f"No entry mentions {query.strip()!r}.")
+            return ToolOutcome(text=f"No entry mentions {args.query!r}.")
         lines = [
-            f"seq {e.seq} ({label(e)}): {excerpt(e.content, query.strip())}"
-            for e in hits[:MAX_HITS]
+            f"seq {e.seq} ({label(e)}): {excerpt(e.content, args.query)}" for e in hits[:MAX_HITS]
         ]
         more = "\n(more matches: narrow the query)" if len(hits) > MAX_HITS else ""
         return ToolOutcome(text="\n".join(lines) + more)
 
 
-class ReadEntry:
-    spec = READ_SPEC
+class ReadEntry(TypedTool[ReadArgs]):
+    name = "read_entry"
+    description = (
+        "Read one entry of this session's log whole, by seq (from search_history, or from a "
+        "tool output shown as a preview). Long entries come in pages: pass offset to go on."
+    )
+    Args = ReadArgs
 
-    async def run(self, arguments: Mapping[str, Any], context: ToolContext) -> ToolOutcome:
-        seq = arguments.get("seq")
-        offset = arguments.get("offset", 0)
-        if isinstance(seq, bool) or not isinstance(seq, int) or seq < 1:
-            return refused('"seq" must be a positive integer.')
-        if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
-            return refused('"offset" must be a non-negative integer.')
+    async def call(self, args: ReadArgs, context: ToolContext) -> ToolOutcome:
+        seq, offset = args.seq, args.offset
         assert context.log is not None, "read_entry needs the log"
         entry = await context.log.read(context.session_id, seq)
         if entry is None:

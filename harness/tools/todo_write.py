@@ -1,63 +1,36 @@
 """`todo_write {"tasks": [{"text", "status"}]}`: replace the session's task list.
 
 The tool only checks its arguments and says what the list now is; the list itself lives in
-the log and is folded by `harness.state`, so it survives restarts and (later) compaction.
+the log and is folded by `harness.state` (`apply_todo_write`, from the call's arguments), so
+it survives restarts and compaction.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from typing import Literal
 
-from harness.messages import ToolSpec
-from harness.tools.base import ToolContext, ToolOutcome
+from pydantic import BaseModel, Field
+
+from harness.tools.base import Text, ToolContext, ToolOutcome, TypedTool
 
 STATUSES = ("pending", "in_progress", "done")
 MAX_TASKS = 200
 
-SPEC = ToolSpec(
-    name="todo_write",
-    description="Replace your task list. Send the whole list each time, with each task's status.",
-    parameters={
-        "type": "object",
-        "properties": {
-            "tasks": {
-                "type": "array",
-                "items": {
-                    "type": "object",
-                    "properties": {
-                        "text": {"type": "string"},
-                        "status": {"type": "string", "enum": list(STATUSES)},
-                    },
-                    "required": ["text", "status"],
-                },
-            }
-        },
-        "required": ["tasks"],
-    },
-)
+
+class Task(BaseModel):
+    text: Text
+    status: Literal["pending", "in_progress", "done"]
 
 
-def problem(arguments: Mapping[str, Any]) -> str | None:
-    tasks = arguments.get("tasks")
-    if not isinstance(tasks, list):
-        return '"tasks" must be a list of {"text", "status"}.'
-    if len(tasks) > MAX_TASKS:
-        return f"At most {MAX_TASKS} tasks."
-    for n, task in enumerate(tasks, 1):
-        if not isinstance(task, dict) or not str(task.get("text", "")).strip():
-            return f"Task {n} needs a non-empty text."
-        if task.get("status") not in STATUSES:
-            return f"Task {n}: status must be one of {', '.join(STATUSES)}."
-    return None
+class TodoArgs(BaseModel):
+    tasks: list[Task] = Field(max_length=MAX_TASKS)
 
 
-class TodoWrite:
-    spec = SPEC
+class TodoWrite(TypedTool[TodoArgs]):
+    name = "todo_write"
+    description = "Replace your task list. Send the whole list each time, with each task's status."
+    Args = TodoArgs
 
-    async def run(self, arguments: Mapping[str, Any], context: ToolContext) -> ToolOutcome:
-        error = problem(arguments)
-        if error is not None:
-            return ToolOutcome(text=error, is_error=True)
-        lines = [f"[{t['status']}] {t['text']}" for t in arguments["tasks"]]
+    async def call(self, args: TodoArgs, context: ToolContext) -> ToolOutcome:
+        lines = [f"[{t.status}] {t.text}" for t in args.tasks]
         return ToolOutcome(text="Task list updated:\n" + ("\n".join(lines) or "(empty)"))
