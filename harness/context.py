@@ -83,15 +83,23 @@ def assemble(
     counter: TokenCounter = ESTIMATE,
     entry_limit: int | None = None,
     preview_chars: int = PREVIEW_CHARS,
+    memory: str = "",
 ) -> Context:
-    """`entries` are the log from the latest cut on (plus the latest boundary, wherever it is)."""
+    """`entries` are the log from the latest cut on (plus the latest boundary, wherever it is).
+
+    `memory` is the rendered memory block: part of the system message, after the prompt, so
+    no fold ever summarises it and a teammate's edit reaches the next call."""
     blocks: list[Block] = []
     messages: list[Message] = []
     if system_prompt:
         blocks.append(counted(counter, kind="system", role="system", text=system_prompt))
-        messages.append(SystemMessage(text=system_prompt))
     if tools:
         blocks.append(counted(counter, kind="system", role="tools", text=tools_text(tools)))
+    if memory:
+        blocks.append(counted(counter, kind="memory", role="system", text=memory))
+    system = "\n\n".join(text for text in (system_prompt, memory) if text)
+    if system:
+        messages.append(SystemMessage(text=system))
     boundary = latest_boundary(entries)
     if boundary is not None:
         for block in boundary_blocks(boundary, counter):

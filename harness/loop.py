@@ -85,14 +85,15 @@ async def run_turn(config: TurnConfig, deps: Deps) -> TurnEnd:
             return "compacted"
     for _ in range(config.max_steps):
         await deps.store.keep_alive(config.session_id)
-        response = await call_model(config, deps, flags)
-        if response is None:
+        called = await call_model(config, deps, flags)
+        if called is None:
             return "provider_error"
+        response, seq = called
         if not response.tool_calls:
             return "reply"
         ends_turn = False
         for call in response.tool_calls:
-            ends_turn = await run_tool(call, config, deps) or ends_turn
+            ends_turn = await run_tool(call, config, deps, seq) or ends_turn
         if ends_turn:
             return "question"
     await notice(config, deps, "max_steps", f"The turn stopped after {config.max_steps} steps.")
@@ -122,8 +123,11 @@ async def auto_compacted(config: TurnConfig, deps: Deps, flags: TurnFlags) -> Se
     return await read_view(config, deps)
 
 
-async def call_model(config: TurnConfig, deps: Deps, flags: TurnFlags) -> ModelResponse | None:
-    """One model call, streamed to watchers; the reply is appended as an `assistant` entry."""
+async def call_model(
+    config: TurnConfig, deps: Deps, flags: TurnFlags
+) -> tuple[ModelResponse, int] | None:
+    """One model call, streamed to watchers; the reply is appended as an `assistant` entry,
+    whose seq comes back with it (the calls it makes are made at that seq)."""
     view = await auto_compacted(config, deps, flags)
     await shortened_notice(config, deps, view)
     request = view.context.request(config.max_output_tokens)
@@ -138,14 +142,14 @@ async def call_model(config: TurnConfig, deps: Deps, flags: TurnFlags) -> ModelR
             config, deps, "provider_error", f"The model call failed: {error}", error=error.code
         )
         return None
-    await deps.store.append(
+    entry = await deps.store.append(
         config.session_id,
         kind="assistant",
         content=response.text,
         data=assistant_data(response, view.context, config),
         tokens=response.usage.output_tokens if response.usage else estimate_tokens(response.text),
     )
-    return response
+    return response, entry.seq
 
 
 async def shortened_notice(config: TurnConfig, deps: Deps, view: SessionView) -> None:
@@ -253,13 +257,16 @@ def assistant_data(response: ModelResponse, context: Context, config: TurnConfig
     return data
 
 
-async def run_tool(call: ToolCall, config: TurnConfig, deps: Deps) -> bool:
-    """Run one call and append its result; True when the tool ends the turn."""
+async def run_tool(call: ToolCall, config: TurnConfig, deps: Deps, seq: int) -> bool:
+    """Run one call (made by the assistant entry `seq`) and append its result; True when the
+    tool ends the turn."""
     context = ToolContext(
         session_id=config.session_id,
         state=await deps.store.state(config.session_id),
         now=datetime.now(UTC),
         log=deps.store,
+        memory=deps.memory,
+        call_seq=seq,
     )
     outcome = await tool_outcome(call, context, deps.tools)
     data = {**outcome.data, "call_id": call.id, "name": call.name, "is_error": outcome.is_error}

@@ -4,7 +4,8 @@
 forks, `GET /context`, the context view and the meter all call it, so they all show the same
 blocks and the same number. It honours the wire's capabilities (a wire that cannot carry
 tools is offered none, and none are counted), applies the window the server was found to
-accept, and counts with the wire's counter calibrated by the session's state.
+accept, counts with the wire's counter calibrated by the session's state, and renders the
+selected memory spaces (re-read on every call) within their budgets.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from dataclasses import dataclass
 
 from harness.compaction.policy import Policy
 from harness.context import Context, assemble
+from harness.memory import MemoryBlock, MemorySource, MemorySpace, render_memory
 from harness.messages import LogEntry, ToolSpec
 from harness.ports import EventSink, TranscriptStore
 from harness.providers.base import Capabilities, Provider
@@ -38,6 +40,7 @@ class Deps:
     events: EventSink
     provider: Provider
     tools: Mapping[str, Tool]
+    memory: MemorySource | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -49,6 +52,7 @@ class SessionView:
     state: SessionState
     policy: Policy
     counter: TokenCounter
+    memory: MemoryBlock
 
 
 def session_context(
@@ -60,18 +64,21 @@ def session_context(
     state: SessionState,
     counter: TokenCounter,
     policy: Policy,
+    memory: Sequence[MemorySpace] = (),
 ) -> SessionView:
     policy = policy.within(state.effective_window)
     counter = counter.calibrated(state.calibration, state.calibrated_on)
+    block = render_memory(memory, counter)
     context = assemble(
         system_prompt=system_prompt,
         tools=tools if capabilities.tools else (),
         entries=entries,
         counter=counter,
         entry_limit=policy.entry_limit,
+        memory=block.text,
     )
     return SessionView(
-        context=context, entries=entries, state=state, policy=policy, counter=counter
+        context=context, entries=entries, state=state, policy=policy, counter=counter, memory=block
     )
 
 
@@ -89,4 +96,5 @@ async def read_view(config: TurnConfig, deps: Deps) -> SessionView:
         state=await deps.store.state(config.session_id),
         counter=deps.provider.counter,
         policy=policy_of(config),
+        memory=await deps.memory.selected(config.session_id) if deps.memory else (),
     )

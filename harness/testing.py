@@ -260,9 +260,12 @@ class Archivist:
 
     @staticmethod
     def summary(request: ModelRequest) -> str:
-        """Every MARKER word it was sent, once, within the request's output cap."""
+        """Every MARKER word it was sent outside the system message, once, within the
+        request's output cap."""
         words: list[str] = []
         for message in request.messages[:-1]:
+            if message.kind == "system":  # the instruction says memory stays in context
+                continue
             for word in getattr(message, "text", "").split():
                 if "MARKER" in word and word not in words:
                     words.append(word)

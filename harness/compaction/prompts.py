@@ -22,7 +22,7 @@ SUMMARY_RULES = """\
 - Keep exact file paths, identifiers, names, numbers, commands, URLs and error messages.
 - Keep the user's own instructions and preferences word for word, in quotes.
 - Say what was decided and why, what was done, what failed and why, and what is still open.
-- Do not repeat the task list, timers or pending questions: they are carried separately.
+- Do not repeat the task list, timers, pending questions or memory notes: they stay in context.
 - Do not call tools. Reply with the summary only, in markdown, at most {budget} tokens."""
 
 PINNED_RULE = """\

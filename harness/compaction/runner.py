@@ -28,7 +28,13 @@ from harness.compaction.prompts import (
     squeezed,
     summary_request,
 )
-from harness.context import Context, assemble, entry_message, latest_boundary, message_text
+from harness.context import (
+    Context,
+    assemble,
+    entry_message,
+    latest_boundary,
+    message_text,
+)
 from harness.messages import LogEntry, ModelRequest, Usage
 from harness.providers.base import Provider, ProviderError, complete
 from harness.providers.overflow import read_overflow
@@ -209,6 +215,7 @@ async def fold(
         entries=folded,
         counter=view.counter,
         entry_limit=view.policy.entry_limit,
+        memory=view.memory.text,
     )
     return await fold_span(deps.provider, ask(span, anchor=None, span=True), view, pinned)
 
@@ -360,13 +367,14 @@ def tokens_after(view: SessionView, boundary: Boundary) -> int:
     """The next context's size, assembled with the boundary about to be appended."""
     seq = (view.entries[-1].seq if view.entries else 0) + 1
     kept = [e for e in view.entries if e.seq >= boundary.first_kept_seq and e.kind != "boundary"]
-    system = next((b.text for b in view.context.blocks if b.role == "system"), "")
+    prompt = (b.text for b in view.context.blocks if b.kind == "system" and b.role == "system")
     after = assemble(
-        system_prompt=system,
+        system_prompt=next(prompt, ""),
         tools=view.context.tools,
         entries=[*kept, boundary.entry(seq)],
         counter=view.counter,
         entry_limit=view.policy.entry_limit,
+        memory=view.memory.text,
     )
     return after.tokens
 
