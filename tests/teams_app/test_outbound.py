@@ -1,7 +1,7 @@
 """Where model calls may go and which environment variables a card may read.
 
-Checked when a card is saved (422) and again when a call is built (`wiring.card_config`),
-after DNS resolution.
+Checked when a card is saved (422), again when a call is built (`wiring.card_config`), after
+DNS resolution, and for every address the provider's client connects to (`guard`).
 """
 
 from __future__ import annotations
