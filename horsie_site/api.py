@@ -12,7 +12,18 @@ from ninja import NinjaAPI
 from ninja.errors import AuthenticationError, HttpError, ValidationError
 from ninja.security import HttpBearer, SessionAuth
 
-from teams_app.selectors import user_for_token
+from teams_app.selectors import must_change_password, user_for_token
+
+
+class BrowserSessionAuth(SessionAuth):
+    """The browser's session, unless its login still holds a one-time password: then 403
+    until the password is changed (`OneTimePasswordMiddleware` holds the pages)."""
+
+    def authenticate(self, request: HttpRequest, key: str | None) -> Any:
+        user = super().authenticate(request, key)
+        if user is not None and must_change_password(user):
+            raise PermissionDenied("Change your one-time password first, at /password/.")
+        return user
 
 
 class TokenAuth(HttpBearer):
@@ -27,7 +38,7 @@ api = NinjaAPI(
     title="Horsie",
     version="1",
     urls_namespace="api",
-    auth=[TokenAuth(), SessionAuth()],
+    auth=[TokenAuth(), BrowserSessionAuth()],
     docs_url="/docs",
 )
 

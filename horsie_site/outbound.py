@@ -7,6 +7,11 @@ URLs, link-local addresses (169.254.0.0/16, fe80::/10) and cloud metadata endpoi
 name or by any address the name resolves to. `HORSIE_OUTBOUND_ALLOW` (hosts or CIDRs)
 narrows it further. Loopback stays allowed: local model servers live there.
 
+The check before the call resolves the name once; the provider's client resolves it again,
+so the same rules are applied a third time to every address it connects to (`check_connect`,
+handed to the core by `wiring` as `connect_check`): a name that changes its answer between
+the two lookups (DNS rebinding) gains nothing.
+
 `api_key_env` reads only variables listed in `HORSIE_PROVIDER_ENV` (`VAR`, or `team:VAR`
 for one team), so a card can never turn the server's own environment into its bearer key.
 """
@@ -75,6 +80,15 @@ def check_call(url: str, resolve: Callable[[str], list[Address]] | None = None) 
     for address in addresses:
         _check_address(address, host)
     _check_allow_list(host, addresses)
+
+
+def check_connect(host: str, address: str) -> None:
+    """At connection time, for each address the provider's client is about to connect to
+    (`harness.providers.guard`): the same rules, so a name that resolved to an allowed
+    address when the call was checked and to a refused one now is still refused."""
+    parsed = ipaddress.ip_address(address.split("%")[0])
+    _check_address(parsed, host)
+    _check_allow_list(host, [parsed])
 
 
 def resolve_host(host: str) -> list[Address]:

@@ -92,6 +92,7 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
     "teams_app.middleware.CurrentTeamMiddleware",
+    "teams_app.middleware.OneTimePasswordMiddleware",
 ]
 
 ROOT_URLCONF = "horsie_site.urls"

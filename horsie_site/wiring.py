@@ -70,6 +70,7 @@ def provider_options() -> dict[str, Any]:
         "n_threads": horsie["LOCAL_THREADS"],
         "timeout": horsie["PROVIDER_TIMEOUT"],
         "retry": RetryPolicy(),
+        "connect_check": outbound.check_connect,
     }
 
 

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.contrib import admin
 
-from teams_app.models import ApiToken, Invitation, Membership, ProviderKey, Team
+from teams_app.models import ApiToken, Invitation, Membership, OneTimePassword, ProviderKey, Team
 
 
 class MembershipInline(admin.TabularInline):
@@ -39,3 +39,8 @@ class ProviderKeyAdmin(admin.ModelAdmin):
 class InvitationAdmin(admin.ModelAdmin):
     list_display = ["team", "role", "created_by", "created_at", "expires_at", "used_at"]
     readonly_fields = ["digest", "created_at", "used_at", "used_by"]
+
+
+@admin.register(OneTimePassword)
+class OneTimePasswordAdmin(admin.ModelAdmin):
+    list_display = ["user", "created_at"]

@@ -1,15 +1,17 @@
-"""The team the browser is working in, chosen with the team switcher and kept in the session.
-
-Pages only: the API names teams explicitly, so its requests skip this query.
-"""
+"""What every browser request carries: the team it works in (chosen with the team switcher
+and kept in the session; the API names teams explicitly, so its requests skip this query),
+and the hold on a login made with a one-time password."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
 from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect
+from django.urls import reverse
+from django_htmx.http import HttpResponseClientRedirect
 
-from teams_app.selectors import teams_of
+from teams_app.selectors import must_change_password, teams_of
 
 
 class CurrentTeamMiddleware:
@@ -26,3 +28,27 @@ class CurrentTeamMiddleware:
             request.team_list = teams  # type: ignore[attr-defined]
             request.team = (chosen or teams or [None])[0]  # type: ignore[attr-defined]
         return self.get_response(request)
+
+
+class OneTimePasswordMiddleware:
+    """A user who logged in with a one-time password is sent to change it from every page
+    (htmx requests are redirected whole). The API answers the same session 403 instead
+    (`BrowserSessionAuth`); bearer tokens are not logins and are not affected."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        if self._held(request):
+            url = reverse("password_change")
+            if request.htmx:  # type: ignore[attr-defined]
+                return HttpResponseClientRedirect(url)
+            return redirect(url)
+        return self.get_response(request)
+
+    def _held(self, request: HttpRequest) -> bool:
+        if request.path in (reverse("password_change"), reverse("login"), reverse("logout")):
+            return False
+        if request.path.startswith("/api/"):  # the API's session auth holds it (403)
+            return False
+        return must_change_password(request.user)

@@ -69,6 +69,20 @@ class ApiToken(models.Model):
         return row, token
 
 
+class OneTimePassword(models.Model):
+    """The user's password was set by someone else (`horsie_user`, an admin adding a member)
+    and must be changed before anything else is done in the browser."""
+
+    user = models.OneToOneField(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, primary_key=True,
+        related_name="one_time_password",
+    )  # fmt: skip
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return f"one-time password of {self.user}"
+
+
 class ProviderKey(models.Model):
     """A team's credential for a provider. Only the Fernet token is stored; the value goes
     out only to the model card's provider and is never shown back (`last4` is)."""

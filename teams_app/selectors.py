@@ -15,7 +15,15 @@ from django.db.models import QuerySet
 from django.http import Http404
 from django.utils import timezone
 
-from teams_app.models import ApiToken, Invitation, Membership, ProviderKey, Team, hash_token
+from teams_app.models import (
+    ApiToken,
+    Invitation,
+    Membership,
+    OneTimePassword,
+    ProviderKey,
+    Team,
+    hash_token,
+)
 
 
 class RoleRequired(PermissionDenied):
@@ -90,6 +98,11 @@ def invitation_open(token: str) -> Invitation:
     if found is None:
         raise Http404("This invitation link is unknown, used or expired.")
     return found
+
+
+def must_change_password(user: Any) -> bool:
+    """Logged in with a password someone else set: the browser may do nothing else yet."""
+    return bool(user.is_authenticated) and OneTimePassword.objects.filter(user=user).exists()
 
 
 def user_for_token(token: str) -> Any | None:

@@ -16,7 +16,15 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from teams_app import vault
-from teams_app.models import ApiToken, Invitation, Membership, ProviderKey, Team, hash_token
+from teams_app.models import (
+    ApiToken,
+    Invitation,
+    Membership,
+    OneTimePassword,
+    ProviderKey,
+    Team,
+    hash_token,
+)
 
 INVITATION_LIFETIME = timedelta(days=7)
 
@@ -29,6 +37,19 @@ class TeamError(ValueError):
 
 def password_new() -> str:
     return secrets.token_urlsafe(12)
+
+
+def password_one_time(*, user: Any) -> str:
+    """A new password someone else will read: the user must change it at first login."""
+    password = password_new()
+    user.set_password(password)
+    user.save(update_fields=["password"])
+    OneTimePassword.objects.get_or_create(user=user)
+    return password
+
+
+def password_changed(*, user: Any) -> None:
+    OneTimePassword.objects.filter(user=user).delete()
 
 
 @transaction.atomic
@@ -67,8 +88,8 @@ def member_create(*, team: Team, username: str, role: str) -> tuple[Membership, 
         raise TeamError(
             f"The username {username} is taken; invite an existing user with a link instead."
         )
-    password = password_new()
-    user = User.objects.create_user(username=username, password=password)
+    user = User.objects.create_user(username=username)
+    password = password_one_time(user=user)
     return membership_add(team=team, user=user, role=role), password
 
 
@@ -151,13 +172,11 @@ def provider_key_delete(*, key: ProviderKey) -> None:
         raise TeamError("Model cards still use this provider key.") from None
 
 
+@transaction.atomic
 def user_with_password(*, username: str, team_name: str, admin: bool) -> tuple[Any, Team, str]:
-    """For `horsie_user`: the user can log in with the returned password (a new one)."""
-    password = password_new()
-    user, team = member_ensure(
-        username=username, team_name=team_name, password=password, admin=admin
-    )
-    return user, team, password
+    """For `horsie_user`: the user logs in once with the returned password, then sets one."""
+    user, team = member_ensure(username=username, team_name=team_name, admin=admin)
+    return user, team, password_one_time(user=user)
 
 
 def token_issue(*, user: Any, name: str = "") -> str:

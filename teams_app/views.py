@@ -1,5 +1,5 @@
-"""Team pages: the switcher, the team page (members, roles, invitations, provider keys) and
-the invitation link.
+"""Team pages: the switcher, the team page (members, roles, invitations, provider keys), the
+invitation link, and the password change a one-time password leads to.
 
 The team page works on the team the browser is in (`CurrentTeamMiddleware`). Every write goes
 through `require_admin` before its service, exactly as the API does; a refused change (the
@@ -13,10 +13,11 @@ from typing import Any
 
 from django.contrib.auth import login
 from django.contrib.auth.decorators import login_required
+from django.contrib.auth.views import PasswordChangeView
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadRequest
 from django.shortcuts import redirect
 from django.template.response import TemplateResponse
-from django.urls import reverse
+from django.urls import reverse, reverse_lazy
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.http import HttpResponseClientRedirect
 
@@ -179,3 +180,18 @@ def join_page(
     member = selectors.role_of(request.user, invitation.team) is not None
     context = {"invitation": invitation, "form": form, "error": error, "already": member}
     return TemplateResponse(request, JOIN, context, status=status)
+
+
+class PasswordChange(PasswordChangeView):
+    """Django's form; a one-time password is spent once it is replaced."""
+
+    success_url = reverse_lazy("sessions:list")
+
+    def get_context_data(self, **kwargs: Any) -> dict[str, Any]:
+        must_change = selectors.must_change_password(self.request.user)
+        return {**super().get_context_data(**kwargs), "must_change": must_change}
+
+    def form_valid(self, form: Any) -> HttpResponse:
+        response = super().form_valid(form)
+        services.password_changed(user=form.user)
+        return response

@@ -6,8 +6,12 @@ this matrix the moment it is routed, with no one remembering to add it. Path par
 filled with real ids of team acme's objects; a parameter this file does not know fails the
 run with a message saying where to add it.
 
-Each case is checked against `EXPECTED[persona][kind]`. Adding a persona (an `admin` column
-when roles land) is one line in `PERSONAS` and one in `EXPECTED`.
+Each case is checked against `EXPECTED[persona][kind]`. Team administration answers by role:
+every route under `ROLE_PREFIXES` must be classified in `ROLES` (admin-only, any member's, or
+public by token) or the run fails, so a new administration route cannot slip in unchecked. A
+call that takes a `team` names acme there, so the outsider's answer is acme's 404, not a
+success in their own team. The card fields that send secrets somewhere (`ENDPOINT_WRITES`)
+are role-checked per field, so they are listed as extra cases.
 """
 
 from __future__ import annotations
@@ -27,29 +31,74 @@ from sessions_app.routing import websocket_urlpatterns
 MARK = "ACME-PRIVATE"  # in every acme object's name: an outsider's answer must not hold it
 
 # persona -> the user it logs in as (None: anonymous)
-PERSONAS: dict[str, str | None] = {"anonymous": None, "outsider": "charlie", "member": "bob"}
+PERSONAS: dict[str, str | None] = {
+    "anonymous": None,
+    "outsider": "charlie",
+    "member": "bob",
+    "admin": "alice",
+}
 
 # persona -> kind of route -> expected outcome. "object" routes name an acme object (a path
 # parameter, or a form field in OBJECT_FORMS); "collection" routes name none.
 EXPECTED: dict[str, dict[str, str]] = {
     "anonymous": {"page": "login", "api": "401", "ws": "4401"},
     "outsider": {"page": "404", "api": "404", "ws": "4404", "collection": "ok"},
-    "member": {"page": "ok", "api": "ok", "ws": "open", "collection": "ok"},
+    "member": {"page": "ok", "api": "ok", "ws": "open", "collection": "ok", "admin-only": "403"},
+    "admin": {"page": "ok", "api": "ok", "ws": "open", "collection": "ok"},
 }
 
 # Routes anyone may reach: only "no server error" is asked of them.
 PUBLIC_PAGES = {"login", "logout"}
-# Team administration answers by role (403 for a member): checked in tests/teams_app until
-# this matrix gains its `admin` column.
-ROLE_ROUTES = ("/teams/", "/api/v1/team/", "/api/v1/provider-keys")
 PUBLIC_API = {"openapi-json", "openapi-view", "api-root"}
-# Form fields that name an object, for page routes that take one in their body.
-OBJECT_FORMS: dict[str, Callable[[dict[str, int]], dict[str, Any]]] = {
+
+# Team administration: every page (by name) and API operation ("METHOD path") under these
+# prefixes is classified here: "admin" (a member gets 403), "member" (any member's), or
+# "public" (reached by an invitation token, logged in or not).
+ROLE_PREFIXES = ("/teams/", "/api/v1/team/", "/api/v1/provider-keys")
+ROLES = {
+    "teams:detail": "member",
+    "teams:switch": "member",
+    "teams:member-role": "admin",
+    "teams:member-remove": "admin",
+    "teams:invite": "admin",
+    "teams:key-new": "admin",
+    "teams:key-remove": "admin",
+    "teams:join": "public",
+    "GET /api/v1/team/members": "member",
+    "POST /api/v1/team/members": "admin",
+    "PATCH /api/v1/team/members/{user_id}": "admin",
+    "DELETE /api/v1/team/members/{user_id}": "admin",
+    "POST /api/v1/team/invitations": "admin",
+    "GET /api/v1/provider-keys": "admin",
+    "POST /api/v1/provider-keys": "admin",
+    "DELETE /api/v1/provider-keys/{key_id}": "admin",
+}
+# Form fields for page routes that take a body; those naming an object are in OBJECT_FORMS.
+OBJECT_FORMS: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
     "teams:switch": lambda ids: {"team": ids["team"]},
 }
+FORMS: dict[str, dict[str, Any]] = {
+    "teams:member-role": {"role": "member"},
+    "teams:invite": {"role": "member"},
+    "teams:key-new": {"name": "matrix key", "value": "sk-matrix-value-0001"},
+}
+LOCAL = "http://127.0.0.1:9/v1"
+# (method, path, body): writes of a card's endpoint fields, admin-only by field.
+ENDPOINT_WRITES: list[tuple[str, str, Callable[[dict[str, Any]], dict[str, Any]]]] = [
+    ("POST", "/api/v1/models", lambda ids: {**new_card(ids), "base_url": LOCAL}),
+    ("POST", "/api/v1/models", lambda ids: {**new_card(ids), "key": ids["key_id"]}),
+    ("POST", "/api/v1/models", lambda ids: {**new_card(ids), "api_key_env": "ACME_KEY"}),
+    ("PATCH", "/api/v1/models/{card_id}", lambda ids: {"base_url": LOCAL}),
+    ("PATCH", "/api/v1/models/{card_id}", lambda ids: {"key": ids["key_id"]}),
+    ("PATCH", "/api/v1/models/{card_id}", lambda ids: {"api_key_env": "ACME_KEY"}),
+]
 
 
-def object_ids(objects: dict[str, Any]) -> dict[str, int]:
+def new_card(ids: dict[str, Any]) -> dict[str, Any]:
+    return {"name": "endpoint", "wire": "openai_chat", "model": "m", "team": ids["team_name"]}
+
+
+def object_ids(objects: dict[str, Any]) -> dict[str, Any]:
     """Path parameter -> the acme object's id. A new parameter name needs a line here."""
     return {
         "card_id": objects["card"].pk,
@@ -57,6 +106,10 @@ def object_ids(objects: dict[str, Any]) -> dict[str, int]:
         "session_id": objects["session"].pk,
         "seq": 1,
         "team": objects["team"].pk,
+        "team_name": objects["team"].name,
+        "user_id": objects["member"].pk,
+        "key_id": objects["key"].pk,
+        "token": objects["invitation"],
     }
 
 
@@ -96,7 +149,7 @@ def params_of(route: str) -> list[str]:
     return re.findall(r"[<{](?:\w+:)?(\w+)[>}]", route)
 
 
-def filled(route: str, ids: dict[str, int]) -> str:
+def filled(route: str, ids: dict[str, Any]) -> str:
     unknown = [name for name in params_of(route) if name not in ids]
     assert not unknown, f"{route}: give {unknown} a value in object_ids() of {__file__}"
     return re.sub(r"[<{](?:\w+:)?(\w+)[>}]", lambda m: str(ids[m[1]]), route)
@@ -115,16 +168,36 @@ def outcome(response: Any) -> str:
     return "ok"
 
 
-def expected(persona: str, kind: str, names_object: bool) -> str:
+def role_of(key: str, route: str) -> str | None:
+    """A route's class in ROLES; one under ROLE_PREFIXES must have one."""
+    if not route.startswith(ROLE_PREFIXES):
+        return None
+    assert key in ROLES, f"{key}: classify it in ROLES of {__file__} (admin, member or public)"
+    return ROLES[key]
+
+
+def expected(persona: str, kind: str, names_object: bool, role: str | None = None) -> str:
     column = EXPECTED[persona]
+    if role == "public":
+        return "ok"
+    if role == "admin" and "admin-only" in column:
+        return column["admin-only"]
     return column[kind] if names_object or "collection" not in column else column["collection"]
 
 
 @pytest.fixture
-def objects(personas, card, monkeypatch):
+def objects(personas, card, monkeypatch, settings):
     """acme's objects, made by alice; no turn runs (dispatching is recorded, not done)."""
     from sessions_app import dispatcher, services
     from sessions_app.models import AgentPreset
+    from teams_app import services as teams
+
+    settings.HORSIE = {**settings.HORSIE, "PROVIDER_ENV": ["acme:ACME_KEY"]}
+    alice = personas["alice"][0]
+    key = teams.provider_key_create(
+        team=personas["acme"], user=alice, name=f"{MARK} key", value="sk-acme-value-0001"
+    )
+    _, invitation = teams.invitation_create(team=personas["acme"], user=alice)
 
     monkeypatch.setattr(dispatcher, "turn_dispatch", lambda session_id, lease: None)
     card.name = f"{MARK} card"
@@ -136,7 +209,15 @@ def objects(personas, card, monkeypatch):
         fields={"title": f"{MARK} session", "model": card},
     )
     services.entry_append(session_id=session.pk, kind="user", content=f"{MARK} hello")
-    return {"card": card, "preset": preset, "session": session, "team": personas["acme"]}
+    return {
+        "card": card,
+        "preset": preset,
+        "session": session,
+        "team": personas["acme"],
+        "member": personas["bob"][0],
+        "key": key,
+        "invitation": invitation,
+    }
 
 
 def as_persona(client, personas, persona: str):
@@ -152,12 +233,11 @@ def as_persona(client, personas, persona: str):
 @pytest.mark.parametrize("persona", PERSONAS)
 @pytest.mark.parametrize(("name", "route"), page_routes())
 def test_pages(client, personas, objects, name, route, persona):
-    if route.startswith(ROLE_ROUTES):
-        pytest.skip("by role: tests/teams_app, until the admin column")
+    role = role_of(name, route)
     ids = object_ids(objects)
     url = filled(route, ids)
     browser = as_persona(client, personas, persona)
-    form = OBJECT_FORMS[name](ids) if name in OBJECT_FORMS else {}
+    form = OBJECT_FORMS[name](ids) if name in OBJECT_FORMS else FORMS.get(name, {})
     response = browser.get(url)
     if response.status_code == 405:
         response = browser.post(url, form)
@@ -165,7 +245,7 @@ def test_pages(client, personas, objects, name, route, persona):
     if name in PUBLIC_PAGES:
         assert got not in ("500",), (url, persona, response.status_code)
         return
-    want = expected(persona, "page", bool(params_of(route)) or name in OBJECT_FORMS)
+    want = expected(persona, "page", bool(params_of(route)) or name in OBJECT_FORMS, role)
     assert got == want, (url, persona, response.status_code)
     if persona == "outsider":
         assert MARK not in response.content.decode(errors="replace"), (url, "leaks acme's data")
@@ -201,6 +281,30 @@ def request_body(operation: dict[str, Any]) -> Any:
     return example(content["schema"], components)
 
 
+def takes_team(operation: dict[str, Any]) -> tuple[bool, bool]:
+    """Whether the operation names its team in the query, and in the body."""
+    in_query = any(p["name"] == "team" for p in operation.get("parameters", []))
+    content = operation.get("requestBody", {}).get("content", {}).get("application/json")
+    schema = content["schema"] if content else {}
+    if "$ref" in schema:
+        components = api.get_openapi_schema()["components"]["schemas"]
+        schema = components[schema["$ref"].rsplit("/", 1)[-1]]
+    return in_query, "team" in schema.get("properties", {})
+
+
+def call_api(client, personas, persona: str, method: str, url: str, body: Any):
+    import json
+
+    name = PERSONAS[persona]
+    headers = {"Authorization": f"Bearer {personas[name][1]}"} if name else {}
+    return getattr(client, method.lower())(
+        url,
+        data=json.dumps(body) if body is not None else None,
+        content_type="application/json",
+        headers=headers,
+    )
+
+
 @pytest.mark.parametrize("persona", PERSONAS)
 @pytest.mark.parametrize(
     ("method", "path", "operation"),
@@ -208,21 +312,18 @@ def request_body(operation: dict[str, Any]) -> Any:
     ids=[f"{m} {p}" for m, p, _ in api_operations()],
 )
 def test_api(client, personas, objects, method, path, operation, persona):
-    import json
-
-    if path.startswith(ROLE_ROUTES):
-        pytest.skip("by role: tests/teams_app, until the admin column")
-    url = filled(path, object_ids(objects))
-    name = PERSONAS[persona]
-    headers = {"Authorization": f"Bearer {personas[name][1]}"} if name else {}
+    role = role_of(f"{method} {path}", path)
+    ids = object_ids(objects)
+    url = filled(path, ids)
     body = request_body(operation)
-    response = getattr(client, method.lower())(
-        url,
-        data=json.dumps(body) if body is not None else None,
-        content_type="application/json",
-        headers=headers,
-    )
-    want = expected(persona, "api", bool(params_of(path)))
+    in_query, in_body = takes_team(operation)
+    if in_query:
+        url += f"?team={ids['team_name']}"
+    if in_body and isinstance(body, dict):
+        body["team"] = ids["team_name"]
+    response = call_api(client, personas, persona, method, url, body)
+    names_object = bool(params_of(path)) or in_query or in_body
+    want = expected(persona, "api", names_object, role)
     assert outcome(response) == want, (
         method,
         url,
@@ -232,6 +333,27 @@ def test_api(client, personas, objects, method, path, operation, persona):
     )
     if persona == "outsider":
         assert MARK not in response.content.decode(errors="replace"), (url, "leaks acme's data")
+
+
+@pytest.mark.parametrize("persona", PERSONAS)
+@pytest.mark.parametrize(
+    ("method", "path", "body"),
+    ENDPOINT_WRITES,
+    ids=[f"{m} {p} {i}" for i, (m, p, _) in enumerate(ENDPOINT_WRITES)],
+)
+def test_card_endpoint_writes(client, personas, objects, method, path, body, persona):
+    """Where a card sends the team's secrets is the admin's to say."""
+    ids = object_ids(objects)
+    response = call_api(client, personas, persona, method, filled(path, ids), body(ids))
+    want = expected(persona, "api", True, "admin")
+    assert outcome(response) == want, (method, path, persona, response.content[:300])
+
+
+@pytest.mark.parametrize("persona", PERSONAS)
+def test_an_unknown_invitation_token_is_404(client, personas, objects, persona):
+    browser = as_persona(client, personas, persona)
+    assert browser.get("/teams/join/inv_unknown/").status_code == 404
+    assert browser.post("/teams/join/inv_unknown/", {}).status_code == 404
 
 
 def test_public_api_routes_answer_anyone(client):

@@ -53,6 +53,7 @@ from harness.providers.base import (
     usage_checked,
     with_retries,
 )
+from harness.providers.guard import ConnectCheck, checked_client
 from harness.providers.overflow import is_overflow
 from harness.providers.tokenizers import openai_counter
 from harness.tokens import TokenCounter
@@ -71,6 +72,7 @@ def build(card: CardConfig, options: dict[str, Any]) -> OpenAIChatProvider:
         card=card,
         timeout=float(options.get("timeout", DEFAULT_TIMEOUT)),
         retry=options.get("retry") or RetryPolicy(),
+        connect_check=options.get("connect_check"),
     )
 
 
@@ -81,6 +83,7 @@ class OpenAIChatProvider:
     card: CardConfig
     timeout: float = DEFAULT_TIMEOUT
     retry: RetryPolicy = field(default_factory=RetryPolicy)
+    connect_check: ConnectCheck | None = None
     capabilities: Capabilities = Capabilities(tools=True, streaming_usage=True)
     counter: TokenCounter = field(init=False)
     _clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, AsyncOpenAI] = field(
@@ -122,8 +125,14 @@ class OpenAIChatProvider:
                 base_url=self.card.base_url,
                 timeout=self.timeout,
                 max_retries=0,
+                http_client=self._http_client(),
             )
         return client
+
+    def _http_client(self) -> httpx.AsyncClient | None:
+        if self.connect_check is None:
+            return None
+        return checked_client(self.connect_check, self.timeout)
 
 
 # Request: our messages and tools as chat-completions JSON.
@@ -290,6 +299,8 @@ def _translated() -> Iterator[None]:
 def _provider_error(error: openai.APIError | httpx.HTTPError) -> ProviderError:
     if isinstance(error, openai.APITimeoutError | httpx.TimeoutException):
         return ProviderError(str(error), code="timeout", retryable=True)
+    if isinstance(error.__cause__, ProviderError):  # refused before connecting
+        return error.__cause__
     if isinstance(error, openai.APIConnectionError | httpx.TransportError):
         return ProviderError(str(error), code="connection", retryable=True)
     if isinstance(error, openai.APIStatusError):

@@ -1,7 +1,7 @@
 """Where model calls may go and which environment variables a card may read.
 
-Checked when a card is saved (422) and again when a call is built (`wiring.card_config`),
-after DNS resolution.
+Checked when a card is saved (422), again when a call is built (`wiring.card_config`), after
+DNS resolution, and for every address the provider's client connects to (`guard`).
 """
 
 from __future__ import annotations
@@ -189,3 +189,126 @@ def test_prices_and_reasoning_replay_are_validated_and_stored(api_for):
     assert (
         alice.patch(f"/models/{card['id']}", {"reasoning_replay": "sometimes"}).status_code == 422
     )
+
+
+# At connection time: the provider's own client checks every address it connects to -------
+
+
+class Recorder:
+    """Stands for the network: records each connection asked of it and makes none."""
+
+    def __init__(self):
+        self.connects = []
+        self.tls_names = []
+
+    async def connect_tcp(self, host, port, timeout=None, local_address=None, socket_options=None):
+        import httpcore
+
+        self.connects.append((host, port))
+        recorder = self
+
+        class Stream(httpcore.AsyncNetworkStream):
+            async def start_tls(self, ssl_context, server_hostname=None, timeout=None):
+                recorder.tls_names.append(server_hostname)
+                raise httpcore.ConnectError("recorded, not connected")
+
+            async def aclose(self):
+                pass
+
+        if port == 443:
+            return Stream()
+        raise httpcore.ConnectError("recorded, not connected")
+
+
+@pytest.fixture
+def network(monkeypatch):
+    import httpcore
+
+    from harness.providers.base import RetryPolicy
+
+    recorder = Recorder()
+    options = {**wiring.provider_options(), "retry": RetryPolicy(attempts=1)}
+    monkeypatch.setattr(wiring, "provider_options", lambda: options)
+    monkeypatch.setattr(
+        httpcore.AnyIOBackend, "connect_tcp", lambda self, *a, **kw: recorder.connect_tcp(*a, **kw)
+    )
+    wiring.cached_provider.cache_clear()
+    yield recorder
+    wiring.cached_provider.cache_clear()
+
+
+@pytest.fixture
+def rebinding(monkeypatch, fake_dns):
+    """`rebind.example` answers 127.0.0.1 to the check before the call and `answers` to
+    the provider's client when it connects."""
+    from harness.providers import guard
+
+    fake_dns["rebind.example"] = "127.0.0.1"
+    answers = ["169.254.169.254"]
+
+    async def resolve(host, port):
+        return list(answers) if host == "rebind.example" else [host]
+
+    monkeypatch.setattr(guard, "resolve", resolve)
+    return answers
+
+
+def call(provider):
+    import asyncio
+
+    from harness.messages import ModelRequest, UserMessage
+
+    async def run():
+        async for _ in provider.stream(ModelRequest(messages=(UserMessage(text="hi"),))):
+            pass
+
+    asyncio.run(run())
+
+
+def attack_card(personas, url):
+    return ModelCard.objects.create(
+        team=personas["acme"], name="rebind", wire="openai_chat", model="m", base_url=url
+    )
+
+
+@pytest.mark.parametrize("refused", ["169.254.169.254", "fe80::1", "::ffff:169.254.1.1"])
+def test_a_name_rebound_after_the_check_is_refused_at_connect(
+    personas, network, rebinding, refused
+):
+    from harness.providers.base import ProviderError
+
+    rebinding[:] = ["127.0.0.1", refused]
+    card = attack_card(personas, "http://rebind.example:8080/v1")
+    outbound.check_call(card.base_url)  # the check before the call passes: 127.0.0.1
+    with pytest.raises(ProviderError, match="link-local|metadata") as refusal:
+        call(wiring.provider_for(card))
+    assert not refusal.value.retryable
+    assert network.connects == [], "no connection at all, not even to the allowed address"
+
+
+def test_a_plain_refused_address_is_refused_at_connect(network):
+    """Past every earlier check (a config built by hand): the client itself still refuses."""
+    from harness.providers import build_provider
+    from harness.providers.base import CardConfig, ProviderError
+
+    config = CardConfig(wire="openai_chat", model="m", base_url="http://169.254.169.254/v1")
+    with pytest.raises(ProviderError, match="metadata"):
+        call(build_provider(config, wiring.provider_options()))
+    assert network.connects == []
+
+
+def test_the_client_connects_to_the_vetted_address_and_verifies_the_name(
+    personas, network, rebinding, allow
+):
+    rebinding[:] = ["127.0.0.1"]
+    with pytest.raises(Exception, match="Connection error"):
+        call(wiring.provider_for(attack_card(personas, "http://rebind.example:8080/v1")))
+    assert network.connects == [("127.0.0.1", 8080)], "the address checked, not the name"
+    wiring.cached_provider.cache_clear()
+    with pytest.raises(Exception, match="Connection error"):
+        call(wiring.provider_for(attack_card(personas, "https://rebind.example/v1")))
+    assert network.connects[-1] == ("127.0.0.1", 443)
+    assert network.tls_names == ["rebind.example"], "TLS still checks the host name"
+    allow(OUTBOUND_ALLOW=["10.0.0.0/8"])
+    with pytest.raises(outbound.OutboundRefused):
+        outbound.check_connect("rebind.example", "127.0.0.1")

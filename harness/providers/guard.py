@@ -1,0 +1,105 @@
+"""Outbound calls are checked where they connect, not only before.
+
+A name checked before a call can resolve elsewhere a moment later (DNS rebinding), so an HTTP
+wire gets a client whose network backend resolves the host itself, asks the caller's
+`ConnectCheck` about every address, and connects to the vetted address. TLS still runs
+against the host name (httpcore takes SNI and certificate checks from the request's origin,
+not from the address connected to). The rules are the application's: the core receives them
+as a callable in the provider options (`options["connect_check"]`) and knows none of them.
+
+Environment proxies are ignored by this client: through a proxy the proxy resolves the name,
+which no check here could see.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import httpcore
+import httpx
+
+from harness.providers.base import ProviderError
+
+# (host, address) -> None, or raises ValueError saying why the address is refused.
+ConnectCheck = Callable[[str, str], None]
+
+
+class ConnectRefused(ProviderError):
+    """The destination broke an outbound rule at connection time; nothing was sent."""
+
+    def __init__(self, message: str):
+        super().__init__(message, code="connection", retryable=False)
+
+
+async def resolve(host: str, port: int) -> list[str]:
+    """Every address the host has, in the resolver's order. Tests replace this."""
+    loop = asyncio.get_running_loop()
+    infos = await loop.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    return list(dict.fromkeys(str(info[4][0]) for info in infos))
+
+
+class CheckedBackend(httpcore.AsyncNetworkBackend):
+    """httpcore's backend, but every TCP connection goes to an address `check` allowed."""
+
+    def __init__(self, check: ConnectCheck, inner: httpcore.AsyncNetworkBackend | None = None):
+        self.check = check
+        self.inner = inner or httpcore.AnyIOBackend()
+
+    async def connect_tcp(
+        self,
+        host: str,
+        port: int,
+        timeout: float | None = None,
+        local_address: str | None = None,
+        socket_options: Iterable[Any] | None = None,
+    ) -> httpcore.AsyncNetworkStream:
+        addresses = await self._vetted(host, port)
+        error: Exception | None = None
+        for address in addresses:
+            try:
+                return await self.inner.connect_tcp(
+                    address, port, timeout, local_address, socket_options
+                )
+            except httpcore.ConnectError as failed:  # the next address may answer
+                error = failed
+        raise error or httpcore.ConnectError(f"{host} has no address")
+
+    async def _vetted(self, host: str, port: int) -> list[str]:
+        try:
+            addresses = await resolve(host, port)
+        except (OSError, UnicodeError) as error:
+            raise httpcore.ConnectError(f"{host} does not resolve: {error}") from error
+        for address in addresses:
+            try:
+                self.check(host, address)
+            except ValueError as refused:
+                raise ConnectRefused(str(refused)) from None
+        return addresses
+
+    async def connect_unix_socket(
+        self, path: str, timeout: float | None = None, socket_options: Iterable[Any] | None = None
+    ) -> httpcore.AsyncNetworkStream:
+        raise ConnectRefused("unix sockets are not an outbound destination")
+
+    async def sleep(self, seconds: float) -> None:
+        await self.inner.sleep(seconds)
+
+
+def checked_client(check: ConnectCheck, timeout: float) -> httpx.AsyncClient:
+    """An httpx client for an SDK (`http_client=`), connecting only where `check` allows."""
+    transport = httpx.AsyncHTTPTransport()
+    # httpx builds its pool without a way to pass the backend; the pool itself is public
+    # httpcore API, so it is rebuilt with the same defaults and the checked backend.
+    transport._pool = httpcore.AsyncConnectionPool(
+        ssl_context=httpx.create_ssl_context(),
+        max_connections=100,
+        max_keepalive_connections=20,
+        keepalive_expiry=5.0,
+        network_backend=CheckedBackend(check),
+    )
+    return httpx.AsyncClient(
+        transport=transport, timeout=timeout, trust_env=False, follow_redirects=True
+    )
