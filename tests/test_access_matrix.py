@@ -57,6 +57,9 @@ def object_ids(objects: dict[str, Any]) -> dict[str, int]:
         "session_id": objects["session"].pk,
         "seq": 1,
         "team": objects["team"].pk,
+        "space_id": objects["space"].pk,
+        "note_id": objects["note"].pk,
+        "rev": 1,
     }
 
 
@@ -123,6 +126,7 @@ def expected(persona: str, kind: str, names_object: bool) -> str:
 @pytest.fixture
 def objects(personas, card, monkeypatch):
     """acme's objects, made by alice; no turn runs (dispatching is recorded, not done)."""
+    from memory_app import services as memory
     from sessions_app import dispatcher, services
     from sessions_app.models import AgentPreset
 
@@ -136,7 +140,11 @@ def objects(personas, card, monkeypatch):
         fields={"title": f"{MARK} session", "model": card},
     )
     services.entry_append(session_id=session.pk, kind="user", content=f"{MARK} hello")
-    return {"card": card, "preset": preset, "session": session, "team": personas["acme"]}
+    alice = personas["alice"][0]
+    space = memory.space_create(user=alice, team=personas["acme"], name=f"{MARK} space")
+    note = memory.note_create(space=space, title=f"{MARK} note", body=MARK, user=alice)
+    return {"card": card, "preset": preset, "session": session, "team": personas["acme"],
+            "space": space, "note": note}  # fmt: skip
 
 
 def as_persona(client, personas, persona: str):
