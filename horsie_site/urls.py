@@ -12,5 +12,6 @@ urlpatterns = [
     path("login/", auth_views.LoginView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("teams/", include("teams_app.urls")),
+    path("memory/", include("memory_app.urls")),
     path("", include("sessions_app.urls")),
 ]
