@@ -14,5 +14,6 @@ urlpatterns = [
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("password/", PasswordChange.as_view(), name="password_change"),
     path("teams/", include("teams_app.urls")),
+    path("memory/", include("memory_app.urls")),
     path("", include("sessions_app.urls")),
 ]

@@ -15,6 +15,9 @@ from ninja.errors import HttpError
 from harness.runtime import SessionView
 from horsie_site import wiring
 from horsie_site.inputs import SEQ_MAX
+from memory_app import services as memory_services
+from memory_app.selectors import SelectionRefused
+from memory_app.selectors import selection_check as memory_selection_check
 from sessions_app import branching, cards, selectors, services
 from sessions_app.journal import state_json, state_load
 from sessions_app.models import AgentPreset, ModelCard, Session
@@ -116,13 +119,20 @@ def card_in_team(user: Any, card_id: int | None, team: Team) -> ModelCard | None
     return card
 
 
-def selections_check(fields: dict[str, Any]) -> None:
-    """Memory spaces, skills and friends must exist; none can be selected until they do."""
-    for name in ("memory", "skills", "bundles", "subagent_types", "mcp_servers"):
+def selections_check(
+    fields: dict[str, Any], *, user: Any, team: Team, current: list[Any] | None = None
+) -> None:
+    """Memory spaces must be the user's to see and in the team (`current`: the selection
+    being changed, whose spaces may stay); skills and friends must exist, and none can be
+    selected until they do."""
+    if fields.get("memory"):
+        try:
+            memory_selection_check(user=user, team=team, items=fields["memory"], keep=current or [])
+        except SelectionRefused as refused:
+            raise HttpError(400, str(refused)) from None
+    for name in ("skills", "bundles", "subagent_types", "mcp_servers"):
         if fields.get(name):
-            first = fields[name][0]
-            ident = first["space"] if isinstance(first, dict) else first
-            raise HttpError(400, f"No such {name.replace('_', ' ')} item: {ident}.")
+            raise HttpError(400, f"No such {name.replace('_', ' ')} item: {fields[name][0]}.")
 
 
 @router.get("/presets", response={200: list[PresetOut], **ERRORS}, tags=["presets"])
@@ -134,7 +144,7 @@ def preset_list(request: HttpRequest) -> Any:
 def preset_create(request: HttpRequest, payload: PresetIn) -> Any:
     team = team_for_create(request.user, payload.team)
     fields = payload.dict(exclude={"team"}, exclude_none=True)
-    selections_check(fields)
+    selections_check(fields, user=request.user, team=team)
     fields["model"] = card_in_team(request.user, payload.model, team)
     return Status(201, AgentPreset.objects.create(team=team, **fields))
 
@@ -148,7 +158,7 @@ def preset_get(request: HttpRequest, preset_id: int) -> Any:
 def preset_patch(request: HttpRequest, preset_id: int, payload: PresetPatch) -> Any:
     preset = selectors.access_preset(request.user, preset_id)
     fields = payload.dict(exclude_unset=True)
-    selections_check(fields)
+    selections_check(fields, user=request.user, team=preset.team, current=preset.memory)
     if "model" in fields:
         fields["model"] = card_in_team(request.user, fields["model"], preset.team)
     for name, value in fields.items():
@@ -186,7 +196,7 @@ def session_detail_json(session: Session) -> dict[str, Any]:
 def session_create(request: HttpRequest, payload: SessionIn) -> Any:
     team = team_for_create(request.user, payload.team)
     fields = payload.dict(exclude={"team"}, exclude_none=True)
-    selections_check(fields)
+    selections_check(fields, user=request.user, team=team)
     if payload.preset is not None:
         fields["preset"] = selectors.access_preset(request.user, payload.preset)
         if fields["preset"].team_id != team.pk:
@@ -215,7 +225,11 @@ def session_get(request: HttpRequest, session_id: int) -> Any:
 def session_patch(request: HttpRequest, session_id: int, payload: SessionPatch) -> Any:
     session = selectors.access_session(request.user, session_id)
     fields = payload.dict(exclude_unset=True)
-    selections_check(fields)
+    selections_check(fields, user=request.user, team=session.team, current=session.memory)
+    if "memory" in fields:  # a change of memory is a notice in the log
+        memory_services.session_memory_set(
+            session=session, memory=fields.pop("memory") or [], user=request.user
+        )
     return session_detail_json(services.session_update(session=session, fields=fields))
 
 

@@ -11,7 +11,36 @@ from typing import Any
 from django import forms
 from django.conf import settings
 
+from memory_app.selectors import space_costs, spaces_visible
 from sessions_app.selectors import model_cards_visible
+
+MEMORY_MODES = [("", "off"), ("read", "read"), ("write", "read and write")]
+
+
+def memory_fields(form: forms.Form, *, user: Any, team: Any, selected: list[Any]) -> None:
+    """One choice per memory space the user may select in `team` (off, read, write), named
+    `memory_<id>`; `memory_selection` turns the answers into a `memory` selection."""
+    spaces = list(spaces_visible(user, team=team)) if team is not None else []
+    costs = space_costs(spaces)
+    modes = {item.get("space"): item.get("mode") for item in selected if isinstance(item, dict)}
+    for space in spaces:
+        cost = costs[space.pk]
+        form.fields[f"memory_{space.pk}"] = forms.ChoiceField(
+            choices=MEMORY_MODES,
+            required=False,
+            initial=modes.get(space.pk, ""),
+            label=f"{space.name}{' (personal)' if space.scope == 'personal' else ''}",
+            help_text=f"{cost['notes']} notes, about {cost['tokens']:,} tokens "
+            f"(budget {space.budget_tokens:,})",
+        )
+
+
+def memory_selection(cleaned: dict[str, Any]) -> list[dict[str, Any]]:
+    return [
+        {"space": int(name.removeprefix("memory_")), "mode": mode}
+        for name, mode in cleaned.items()
+        if name.startswith("memory_") and mode
+    ]
 
 
 class SessionForm(forms.Form):
@@ -36,3 +65,15 @@ class SessionForm(forms.Form):
         super().__init__(*args, **kwargs)
         self.fields["model"].queryset = model_cards_visible(user, team=team)  # type: ignore[attr-defined]
         self.fields["system_prompt"].initial = settings.HORSIE["DEFAULT_SYSTEM_PROMPT"]
+        memory_fields(self, user=user, team=team, selected=[])
+
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean() or {}
+        cleaned["memory"] = memory_selection(cleaned)
+        return cleaned
+
+    def other_fields(self) -> list[Any]:
+        return [field for field in self if not field.name.startswith("memory_")]
+
+    def memory_choices(self) -> list[Any]:
+        return [field for field in self if field.name.startswith("memory_")]

@@ -421,5 +421,7 @@ def session_update(*, session: Session, fields: Mapping[str, Any]) -> Session:
     """Set what was sent; the schema allows `null` only where it means something."""
     for name, value in fields.items():
         setattr(session, name, value)
-    session.save()
+    # Only what was sent: a full save would write back a stale `last_seq` over entries
+    # appended since the session was read.
+    session.save(update_fields=[*fields, "updated_at"])
     return session

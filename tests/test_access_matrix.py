@@ -110,6 +110,9 @@ def object_ids(objects: dict[str, Any]) -> dict[str, Any]:
         "user_id": objects["member"].pk,
         "key_id": objects["key"].pk,
         "token": objects["invitation"],
+        "space_id": objects["space"].pk,
+        "note_id": objects["note"].pk,
+        "rev": 1,
     }
 
 
@@ -188,6 +191,7 @@ def expected(persona: str, kind: str, names_object: bool, role: str | None = Non
 @pytest.fixture
 def objects(personas, card, monkeypatch, settings):
     """acme's objects, made by alice; no turn runs (dispatching is recorded, not done)."""
+    from memory_app import services as memory
     from sessions_app import dispatcher, services
     from sessions_app.models import AgentPreset
     from teams_app import services as teams
@@ -209,6 +213,9 @@ def objects(personas, card, monkeypatch, settings):
         fields={"title": f"{MARK} session", "model": card},
     )
     services.entry_append(session_id=session.pk, kind="user", content=f"{MARK} hello")
+    alice = personas["alice"][0]
+    space = memory.space_create(user=alice, team=personas["acme"], name=f"{MARK} space")
+    note = memory.note_create(space=space, title=f"{MARK} note", body=MARK, user=alice)
     return {
         "card": card,
         "preset": preset,
@@ -217,6 +224,8 @@ def objects(personas, card, monkeypatch, settings):
         "member": personas["bob"][0],
         "key": key,
         "invitation": invitation,
+        "space": space,
+        "note": note,
     }
 
 

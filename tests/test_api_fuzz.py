@@ -53,6 +53,7 @@ def cases_counted():
 @pytest.fixture
 def acme(db, personas, card, monkeypatch):
     """acme's objects, and a token of its member bob; turns are recorded, not run."""
+    from memory_app import services as memory
     from sessions_app import api as session_api
     from sessions_app import dispatcher, services
     from sessions_app.models import AgentPreset
@@ -67,7 +68,10 @@ def acme(db, personas, card, monkeypatch):
         user=personas["alice"][0], team=personas["acme"], fields={"model": card}
     )
     services.entry_append(session_id=session.pk, kind="user", content="hello")
-    ids = {"card_id": card.pk, "preset_id": preset.pk, "session_id": session.pk}
+    space = memory.space_create(user=personas["alice"][0], team=personas["acme"], name="Space")
+    note = memory.note_create(space=space, title="Note", body="text", user=personas["alice"][0])
+    ids = {"card_id": card.pk, "preset_id": preset.pk, "session_id": session.pk,
+           "space_id": space.pk, "note_id": note.pk, "rev": 1}  # fmt: skip
     # As Django's test client does: a request must not close the test's connection.
     signals = (request_started, request_finished)
     for signal in signals:
