@@ -103,8 +103,8 @@ def ruler_for(card: Any) -> tuple[Capabilities, TokenCounter]:
 
 
 def tools_for(session: Any) -> dict[str, Tool]:
-    """The built-in tools a session offers."""
-    return builtin_tools()
+    """The built-in tools a session offers; `memory` when it selected a memory space."""
+    return builtin_tools(memory=bool(session.memory))
 
 
 def turn_config(session: Any) -> TurnConfig:

@@ -18,7 +18,7 @@ from horsie_site.inputs import SEQ_MAX
 from memory_app import services as memory_services
 from memory_app.selectors import SelectionRefused
 from memory_app.selectors import selection_check as memory_selection_check
-from sessions_app import branching, cards, selectors, services
+from sessions_app import branching, cards, selectors, services, stores
 from sessions_app.journal import state_json, state_load
 from sessions_app.models import AgentPreset, ModelCard, Session
 from sessions_app.schemas import (
@@ -189,7 +189,7 @@ def session_json(session: Session, view: SessionView | None = None) -> dict[str,
 
 
 def session_detail_json(session: Session) -> dict[str, Any]:
-    return session_json(session, selectors.session_view(session))
+    return session_json(session, stores.session_view(session))
 
 
 @router.post("/sessions", response={201: dict, **ERRORS}, tags=["sessions"])
@@ -339,13 +339,13 @@ def context_get(request: HttpRequest, session_id: int) -> Any:
 
 def context_json(session: Session) -> dict[str, Any]:
     """Exactly what the model would be sent next, block by block (for the API and the page)."""
-    view = selectors.session_view(session)
+    view = stores.session_view(session)
     meter = context_meter(view.policy, view.context.tokens, view.counter.describe())
     return {
         "blocks": [vars(block) for block in view.context.blocks],
         **meter,
         "shortened": list(view.context.shortened),
-        "truncated": [],
+        "truncated": [item.to_data() for item in view.memory.truncated],
     }
 
 

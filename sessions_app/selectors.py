@@ -11,9 +11,6 @@ from django.db.models import Q, QuerySet
 from django.http import Http404
 
 from harness.messages import LogEntry
-from harness.runtime import SessionView, session_context
-from horsie_site import wiring
-from sessions_app.journal import state_load
 from sessions_app.models import AgentPreset, Entry, ModelCard, Session
 from teams_app.selectors import teams_of
 
@@ -138,22 +135,6 @@ def row_entry(row: Row) -> LogEntry:
 
 def context_entries_now(session_id: int, upto: int | None = None) -> list[LogEntry]:
     return [row_entry(row) for row in context_rows(session_id, upto)]
-
-
-def session_view(session: Session, upto: int | None = None) -> SessionView:
-    """The session as its next model call sees it (as it was at `upto`, when given): the one
-    context builder, with the card's wire's counter and capabilities."""
-    capabilities, counter = wiring.ruler_for(session.model)
-    state, _ = state_load(session.pk, upto)
-    return session_context(
-        system_prompt=session.system_prompt,
-        tools=[tool.spec for tool in wiring.tools_for(session).values()],
-        capabilities=capabilities,
-        entries=context_entries_now(session.pk, upto),
-        state=state,
-        counter=counter,
-        policy=wiring.policy_for(session),
-    )
 
 
 def last_error(session_id: int) -> dict[str, Any] | None:

@@ -7,10 +7,13 @@ from typing import Any
 
 from harness.messages import EntryKind, LogEntry
 from harness.ports import LeaseLost
+from harness.runtime import SessionView, session_context
 from harness.state import SessionState
+from horsie_site import wiring
+from memory_app.stores import spaces_now
 from sessions_app.journal import state_load
 from sessions_app.leases import lease_renew
-from sessions_app.models import Entry
+from sessions_app.models import Entry, Session
 from sessions_app.selectors import ROW_FIELDS, context_entries_now, row_entry
 from sessions_app.services import entry_append, turn_boundary
 from sessions_app.threads import db
@@ -87,3 +90,20 @@ class OrmTranscriptStore:
     async def keep_alive(self, session_id: int) -> None:
         if not await db(lease_renew)(session_id, self.lease):
             raise LeaseLost(f"session {session_id} was taken over by another runner")
+
+
+def session_view(session: Session, upto: int | None = None) -> SessionView:
+    """The session as its next model call sees it (as it was at `upto`, when given): the one
+    context builder, with the card's wire's counter and capabilities."""
+    capabilities, counter = wiring.ruler_for(session.model)
+    state, _ = state_load(session.pk, upto)
+    return session_context(
+        system_prompt=session.system_prompt,
+        tools=[tool.spec for tool in wiring.tools_for(session).values()],
+        capabilities=capabilities,
+        entries=context_entries_now(session.pk, upto),
+        state=state,
+        counter=counter,
+        policy=wiring.policy_for(session),
+        memory=spaces_now(session.pk),
+    )

@@ -22,13 +22,13 @@ from harness.loop import drive
 from harness.ports import LeaseLost
 from harness.runtime import Deps, SessionView, TurnConfig
 from horsie_site import wiring
+from memory_app.stores import OrmMemorySource
 from sessions_app.branching import fork_boundary_append
 from sessions_app.events import ChannelEvents
 from sessions_app.leases import lease_seconds
 from sessions_app.models import Session
-from sessions_app.selectors import session_view
 from sessions_app.services import entry_append, session_release
-from sessions_app.stores import OrmTranscriptStore
+from sessions_app.stores import OrmTranscriptStore, session_view
 from sessions_app.threads import db
 
 log = logging.getLogger(__name__)
@@ -41,6 +41,7 @@ def turn_setup(session_id: int, lease: str) -> tuple[TurnConfig, Deps]:
         events=ChannelEvents(),
         provider=wiring.provider_for(session.model),
         tools=wiring.tools_for(session),
+        memory=OrmMemorySource(),
     )
     return wiring.turn_config(session), deps
 
