@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 CHARS_PER_TOKEN = 4
+COUNTS_KEPT = 100_000  # remembered tokenizer counts, by text: entries and notes recur per call
 CALIBRATION_RANGE = (0.05, 20.0)  # reported/estimated outside this is nonsense, not a ratio
 
 
@@ -59,16 +60,32 @@ class Estimate:
         return f"estimates × {self.ratio:.2f}, calibrated on the call at entry {self.calibrated_on}"
 
 
+_COUNTS: dict[tuple[str, int, int], int] = {}
+
+
 @dataclass(frozen=True, kw_only=True)
 class Tokenizer:
-    """The model's own tokenizer: exact, so calibration never applies."""
+    """The model's own tokenizer: exact, so calibration never applies.
+
+    Every call counts the same log entries and memory notes again, and a tokenizer is slow
+    next to the estimate, so counts are remembered by text (its hash and length), and
+    forgotten all at once past `COUNTS_KEPT`.
+    """
 
     name: str
     encode: Callable[[str], int]
     overhead: int = 0
 
     def count(self, text: str) -> int:
-        return self.encode(text) if text else 0
+        if not text:
+            return 0
+        key = (self.name, hash(text), len(text))
+        tokens = _COUNTS.get(key)
+        if tokens is None:
+            if len(_COUNTS) >= COUNTS_KEPT:
+                _COUNTS.clear()
+            tokens = _COUNTS[key] = self.encode(text)
+        return tokens
 
     def calibrated(self, ratio: float | None, seq: int | None = None) -> TokenCounter:
         return self
