@@ -2,10 +2,10 @@
 context built before every model call (aim: memory adds under 2 ms), and the tokens each
 space adds against its budget.
 
-Two figures per case, median of RUNS: `render` is the core alone (`render_memory` over the
-spaces already read: budgets, hot rules, named truncation); `view` is the whole
-`session_view` the turn and the page use (session, state, entries, the spaces and their
-notes read from the database, assembly). SQLite by default; a fresh PostgreSQL database
+Three figures per case, median of RUNS: `memory` is what memory adds before a call (the
+selected spaces and their notes read, as the turn reads them, then rendered); `render` is
+the core's part of it alone (budgets, hot rules, named truncation); `view` is the whole
+`session_view` the turn and the page use (session, state, entries, memory, assembly). SQLite by default; a fresh PostgreSQL database
 when DATABASE_URL names one.
 """
 
@@ -61,24 +61,21 @@ def main() -> None:
 
     user, team = member_ensure(username="bench", team_name="bench", password="x" * 12)
     all_spaces = spaces_for(team, user, 10)
-    print(f"{'spaces':>6} {'view ms':>8} {'render ms':>10} {'memory tokens':>14} "
-          f"{'per space / budget':>19} {'notes left out':>15}")  # fmt: skip
-    base = None
+    print(f"{'spaces':>6} {'view ms':>8} {'memory ms':>10} {'render ms':>10} "
+          f"{'memory tokens':>14} {'per space / budget':>19} {'notes left out':>15}")  # fmt: skip
     for count in (0, 1, 10):
         session = session_create(user=user, team=team, fields={"title": f"{count} spaces"})
         session.memory = [{"space": s.pk, "mode": "read"} for s in all_spaces[:count]]
         session.save(update_fields=["memory"])
         view_ms, view = timed(session_view, session)
-        spaces = spaces_now(session.pk)
-        render_ms, block = timed(render_memory, spaces, view.counter)
-        base = view_ms if base is None else base
+        memory_ms, _ = timed(
+            lambda pk=session.pk, counter=view.counter: render_memory(spaces_now(pk), counter)
+        )
+        render_ms, block = timed(render_memory, spaces_now(session.pk), view.counter)
         left = sum(len(t.notes) for t in block.truncated)
         per_space = block.costs[0].tokens if block.costs else 0
-        print(f"{count:>6} {view_ms:>8.2f} {render_ms:>10.2f} {block.tokens:>14,} "
-              f"{per_space:>10,} / {BUDGET:,} {left:>15,}")  # fmt: skip
-        if count:
-            print(f"{'':>6} memory adds {view_ms - base:.2f} ms to the view "
-                  f"({(view_ms - base) / count:.2f} ms a space)")  # fmt: skip
+        print(f"{count:>6} {view_ms:>8.2f} {memory_ms:>10.2f} {render_ms:>10.2f} "
+              f"{block.tokens:>14,} {per_space:>10,} / {BUDGET:,} {left:>15,}")  # fmt: skip
 
 
 if __name__ == "__main__":

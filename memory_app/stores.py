@@ -10,8 +10,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from typing import Any
 
 from django.db import transaction
+from django.db.models import Count, Max, Sum
 
 from harness import memory as core
 from memory_app import selectors, services
@@ -31,13 +33,44 @@ def note_value(note: MemoryNote) -> core.MemoryNote:
     )
 
 
+Stamp = tuple[int, int, Any]
+_NOTES: dict[int, tuple[Stamp, tuple[core.MemoryNote, ...]]] = {}
+
+
 def spaces_now(session_id: int) -> list[core.MemorySpace]:
-    """The selected spaces with their notes: three indexed queries however many spaces,
-    plain tuples for the notes (this runs before every model call)."""
+    """The selected spaces with their notes, as of now. This runs before every model call,
+    so each process keeps the notes it read, by space, with a stamp of the space's notes
+    (how many, their versions added up, the newest change) that any write in any process
+    moves: a call reads the selection and the spaces with their stamps (two queries), and
+    the notes of a space only when its stamp moved."""
     selection = Session.objects.values_list("memory", flat=True).get(pk=session_id)
-    chosen = selectors.spaces_selected(selection)
-    notes: dict[int, list[core.MemoryNote]] = {space.pk: [] for space, _ in chosen}
-    rows = MemoryNote.objects.filter(space_id__in=list(notes)).values_list(
+    wanted = [(item["space"], item.get("mode", "read")) for item in selection or []]
+    spaces = MemorySpace.objects.annotate(
+        count=Count("notes"), versions=Sum("notes__version"), last=Max("notes__updated_at")
+    ).in_bulk([space_id for space_id, _ in wanted])
+    stamps = {pk: (s.count, s.versions or 0, s.last) for pk, s in spaces.items()}
+    stale = [pk for pk, stamp in stamps.items() if _NOTES.get(pk, (None,))[0] != stamp]
+    for space_id, notes in notes_read(stale).items():
+        _NOTES[space_id] = (stamps[space_id], notes)
+    return [
+        core.MemorySpace(
+            id=space_id,
+            name=spaces[space_id].name,
+            description=spaces[space_id].description,
+            mode="write" if mode == "write" else "read",
+            budget_tokens=spaces[space_id].budget_tokens,
+            notes=_NOTES[space_id][1],
+        )
+        for space_id, mode in wanted
+        if space_id in spaces  # a space deleted since is left out
+    ]
+
+
+def notes_read(space_ids: list[int]) -> dict[int, tuple[core.MemoryNote, ...]]:
+    notes: dict[int, list[core.MemoryNote]] = {pk: [] for pk in space_ids}
+    if not space_ids:
+        return {}
+    rows = MemoryNote.objects.filter(space_id__in=space_ids).values_list(
         "space_id", "title", "body", "pinned", "version", "updated_at"
     )
     for space_id, title, body, pinned, version, updated_at in rows:
@@ -46,17 +79,7 @@ def spaces_now(session_id: int) -> list[core.MemorySpace]:
                 title=title, body=body, pinned=pinned, version=version, updated_at=updated_at
             )
         )
-    return [
-        core.MemorySpace(
-            id=space.pk,
-            name=space.name,
-            description=space.description,
-            mode="write" if mode == "write" else "read",
-            budget_tokens=space.budget_tokens,
-            notes=tuple(notes[space.pk]),
-        )
-        for space, mode in chosen
-    ]
+    return {pk: tuple(found) for pk, found in notes.items()}
 
 
 def writable(session_id: int, name: str) -> MemorySpace:
