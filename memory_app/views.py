@@ -61,6 +61,14 @@ def posted_version(request: HttpRequest) -> int | None:
     return bounded_int(request.POST.get("version"), low=1, high=INT_MAX)
 
 
+def required_version(request: HttpRequest) -> int:
+    """The version the form was showing: a write must name it, so a stale one can refuse."""
+    version = posted_version(request)
+    if version is None:
+        raise services.InvalidInput("Which version did you see? `version` is missing.")
+    return version
+
+
 # Spaces --------------------------------------------------------------------------------
 
 
@@ -311,11 +319,8 @@ def note_write_refused(
 @require_POST
 def note_pin(request: HttpRequest, note_id: int) -> HttpResponse:
     note = access_memory_note(request.user, note_id)
-    version = posted_version(request)
     try:
-        if version is None:
-            raise services.InvalidInput("Which version did you see? `version` is missing.")
-        saved = services.note_update(note=note, version=version,
+        saved = services.note_update(note=note, version=required_version(request),
                                      pinned=request.POST.get("pinned") == "1", user=request.user)  # fmt: skip
     except services.ServiceError as error:
         return note_write_refused(request, note, error)
@@ -326,11 +331,8 @@ def note_pin(request: HttpRequest, note_id: int) -> HttpResponse:
 @require_POST
 def note_delete(request: HttpRequest, note_id: int) -> HttpResponse:
     note = access_memory_note(request.user, note_id)
-    version = posted_version(request)
     try:
-        if version is None:
-            raise services.InvalidInput("Which version did you see? `version` is missing.")
-        services.note_delete(note=note, version=version, user=request.user)
+        services.note_delete(note=note, version=required_version(request), user=request.user)
     except services.ServiceError as error:
         return note_write_refused(request, note, error)
     if not htmx(request):
