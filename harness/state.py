@@ -29,6 +29,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from harness.commands import COMPACT, HANDOFF
 from harness.messages import LogEntry
 from harness.tokens import calibration
 
@@ -150,10 +151,10 @@ def step(state: SessionState, entry: LogEntry) -> SessionState:
         case "answer":
             settled = str(entry.data.get("question", ""))
             return replace(state, questions=tuple(q for q in state.questions if q.id != settled))
-        case "command" if entry.data.get("name") == "compact":
+        case "command" if entry.data.get("name") == COMPACT:
             pending = {"seq": entry.seq, "instructions": entry.data.get("instructions")}
             return replace(state, pending_compact=pending)
-        case "command" if entry.data.get("name") == "handoff":
+        case "command" if entry.data.get("name") == HANDOFF:
             return replace(state, pending_handoff=entry.seq)
         case "boundary":
             return boundary_step(state, entry)
@@ -177,7 +178,7 @@ def changes_state(entry: LogEntry) -> bool:
     if entry.kind == "notice":
         return entry.data.get("code") in (*COMPACT_SETTLED, *HANDOFF_SETTLED)
     return entry.kind in ("timer", "answer", "boundary") or (
-        entry.kind == "command" and entry.data.get("name") in ("compact", "handoff")
+        entry.kind == "command" and entry.data.get("name") in (COMPACT, HANDOFF)
     )
 
 
