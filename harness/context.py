@@ -1,9 +1,11 @@
 """Context assembly: what the model is handed on each call, as a pure function of values.
 
 The order is fixed so the provider's prompt-cache prefix stays stable from call to call:
-the system block (the system prompt, then the tool list when the wire can carry tools);
-then, when the session has compacted, the latest boundary's summary and the durable state it
-carried, verbatim; then the verbatim entries from the boundary's cut, in log order. Every
+the system block (the system prompt, then the tool list when the wire can carry tools, then
+the skills index, one line per selected skill, then memory); then, when the session has
+compacted, the latest boundary's summary, the durable state it carried, verbatim, and the
+bodies of the skills it carried as loaded (within the skills budget, see `harness.skills`);
+then the verbatim entries from the boundary's cut, in log order. Every
 block is counted by the session's one `TokenCounter`, so the same value answers
 `GET /context`, feeds the context meter, decides compaction and becomes the model request.
 
@@ -33,9 +35,10 @@ from harness.messages import (
     ToolSpec,
     UserMessage,
 )
+from harness.skills import LOAD_SKILL, Skill, loaded_skills_text, skills_index
 from harness.tokens import ESTIMATE, TokenCounter, estimate_tokens
 
-BlockKind = Literal["system", "memory", "summary", "state", "entry"]
+BlockKind = Literal["system", "skills", "memory", "summary", "state", "entry"]
 MISSING_RESULT = "No result was recorded for this call (the turn was interrupted)."
 PREVIEW_CHARS = 8_000
 SUMMARY_HEADER = "[Summary of the session before this point, written at compaction]"
@@ -60,6 +63,7 @@ class Context:
     messages: tuple[Message, ...]
     tools: tuple[ToolSpec, ...]
     shortened: tuple[int, ...] = ()  # seqs shown as head and tail
+    skills_dropped: tuple[str, ...] = ()  # loaded skills the skills budget left out
 
     @property
     def tokens(self) -> int:
@@ -84,27 +88,31 @@ def assemble(
     entry_limit: int | None = None,
     preview_chars: int = PREVIEW_CHARS,
     memory: str = "",
+    skills: Sequence[Skill] = (),
+    skills_budget: int | None = None,
 ) -> Context:
     """`entries` are the log from the latest cut on (plus the latest boundary, wherever it is).
 
     `memory` is the rendered memory block: part of the system message, after the prompt, so
-    no fold ever summarises it and a teammate's edit reaches the next call."""
+    no fold ever summarises it and a teammate's edit reaches the next call. `skills` are the
+    session's selected skills: their index joins the system message, and the bodies of those
+    the latest boundary carried as loaded are attached after its state, within
+    `skills_budget` tokens."""
     blocks: list[Block] = []
     messages: list[Message] = []
+    index = skills_index(skills)
     if system_prompt:
         blocks.append(counted(counter, kind="system", role="system", text=system_prompt))
     if tools:
         blocks.append(counted(counter, kind="system", role="tools", text=tools_text(tools)))
+    if index:
+        blocks.append(counted(counter, kind="skills", role="system", text=index))
     if memory:
         blocks.append(counted(counter, kind="memory", role="system", text=memory))
-    system = "\n\n".join(text for text in (system_prompt, memory) if text)
+    system = "\n\n".join(text for text in (system_prompt, index, memory) if text)
     if system:
         messages.append(SystemMessage(text=system))
     boundary = latest_boundary(entries)
-    if boundary is not None:
-        for block in boundary_blocks(boundary, counter):
-            blocks.append(block)
-            messages.append(UserMessage(text=block.text))
     cut = int(boundary.data.get("first_kept_seq", 0)) if boundary else 0
     view = View(
         cleared_before=int(boundary.data.get("cleared_before", 0)) if boundary else 0,
@@ -113,6 +121,24 @@ def assemble(
         counter=counter,
     )
     visible = [e for e in entries if e.seq >= cut]
+    dropped: tuple[str, ...] = ()
+    if boundary is not None:
+        after = boundary_blocks(boundary, counter)
+        carried = boundary.data.get("carried") or {}
+        shown = loads_in_view(visible, view.cleared_before)
+        loaded = [str(n) for n in carried.get("loaded_skills") or () if str(n) not in shown]
+        if loaded:
+            attached = loaded_skills_text(loaded, skills, counter, skills_budget)
+            dropped = attached.dropped
+            if attached.text:
+                after.append(
+                    counted(
+                        counter, kind="skills", role="user", text=attached.text, seq=boundary.seq
+                    )  # fmt: skip
+                )
+        for block in after:
+            blocks.append(block)
+            messages.append(UserMessage(text=block.text))
     shortened: list[int] = []
     for entry, message in paired(entry_messages(visible, view, shortened)):
         messages.append(message)
@@ -126,7 +152,21 @@ def assemble(
         messages=tuple(messages),
         tools=tuple(tools),
         shortened=tuple(shortened),
+        skills_dropped=dropped,
     )
+
+
+def loads_in_view(visible: Sequence[LogEntry], cleared_before: int) -> set[str]:
+    """Skills whose `load_skill` result the model still reads whole in the verbatim entries."""
+    return {
+        str(e.data.get("skill"))
+        for e in visible
+        if e.kind == "tool_result"
+        and e.data.get("name") == LOAD_SKILL
+        and not e.data.get("is_error")
+        and e.data.get("skill")
+        and e.seq >= cleared_before
+    }
 
 
 def counted(counter: TokenCounter, *, kind: BlockKind, role: str, text: str,

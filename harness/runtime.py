@@ -5,7 +5,8 @@ forks, `GET /context`, the context view and the meter all call it, so they all s
 blocks and the same number. It honours the wire's capabilities (a wire that cannot carry
 tools is offered none, and none are counted), applies the window the server was found to
 accept, counts with the wire's counter calibrated by the session's state, and renders the
-selected memory spaces (re-read on every call) within their budgets.
+selected skills (one line each, and the bodies a boundary carried as loaded) and memory
+spaces (both re-read on every call) within their budgets.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from harness.memory import MemoryBlock, MemorySource, MemorySpace, render_memory
 from harness.messages import LogEntry, ToolSpec
 from harness.ports import EventSink, TranscriptStore
 from harness.providers.base import Capabilities, Provider
+from harness.skills import Skill, SkillSource
 from harness.state import SessionState
 from harness.tokens import TokenCounter
 from harness.tools.base import Tool
@@ -41,6 +43,7 @@ class Deps:
     provider: Provider
     tools: Mapping[str, Tool]
     memory: MemorySource | None = None
+    skills: SkillSource | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -53,6 +56,7 @@ class SessionView:
     policy: Policy
     counter: TokenCounter
     memory: MemoryBlock
+    skills: Sequence[Skill] = ()
 
 
 def session_context(
@@ -65,6 +69,7 @@ def session_context(
     counter: TokenCounter,
     policy: Policy,
     memory: Sequence[MemorySpace] = (),
+    skills: Sequence[Skill] = (),
 ) -> SessionView:
     policy = policy.within(state.effective_window)
     counter = counter.calibrated(state.calibration, state.calibrated_on)
@@ -76,9 +81,17 @@ def session_context(
         counter=counter,
         entry_limit=policy.entry_limit,
         memory=block.text,
+        skills=skills,
+        skills_budget=policy.skills_budget,
     )
     return SessionView(
-        context=context, entries=entries, state=state, policy=policy, counter=counter, memory=block
+        context=context,
+        entries=entries,
+        state=state,
+        policy=policy,
+        counter=counter,
+        memory=block,
+        skills=skills,
     )
 
 
@@ -97,4 +110,5 @@ async def read_view(config: TurnConfig, deps: Deps) -> SessionView:
         counter=deps.provider.counter,
         policy=policy_of(config),
         memory=await deps.memory.selected(config.session_id) if deps.memory else (),
+        skills=await deps.skills.selected(config.session_id) if deps.skills else (),
     )

@@ -9,6 +9,8 @@ came back without error, so a call that failed or never finished changes nothing
 - `set_timer` arms the timer its result names, `cancel_timer` disarms one, and a `timer`
   entry (the timer fired) disarms it too;
 - `ask_user` records the question its result names; an `answer` entry settles it;
+- `load_skill` records the skill its result names as loaded (a reload moves it last, so
+  `loaded_skills` runs oldest load first);
 - a `/compact` command is pending until the next boundary;
 - a boundary carries the durable state verbatim, so a fork's first entry gives it its state;
 - the session's ruler: the calibration of its counter (the provider's reported prompt
@@ -27,6 +29,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from harness.commands import COMPACT, HANDOFF
 from harness.messages import LogEntry
 from harness.tokens import calibration
 
@@ -109,11 +112,19 @@ def apply_ask_user(
     return replace(state, questions=(*state.questions, question_from(result["question"])))
 
 
+def apply_load_skill(
+    state: SessionState, arguments: Mapping[str, Any], result: Mapping[str, Any]
+) -> SessionState:
+    name = str(result["skill"])
+    return replace(state, loaded_skills=(*(s for s in state.loaded_skills if s != name), name))
+
+
 APPLIERS: dict[str, Applier] = {
     "todo_write": apply_todo_write,
     "set_timer": apply_set_timer,
     "cancel_timer": apply_cancel_timer,
     "ask_user": apply_ask_user,
+    "load_skill": apply_load_skill,
 }
 
 
@@ -140,10 +151,10 @@ def step(state: SessionState, entry: LogEntry) -> SessionState:
         case "answer":
             settled = str(entry.data.get("question", ""))
             return replace(state, questions=tuple(q for q in state.questions if q.id != settled))
-        case "command" if entry.data.get("name") == "compact":
+        case "command" if entry.data.get("name") == COMPACT:
             pending = {"seq": entry.seq, "instructions": entry.data.get("instructions")}
             return replace(state, pending_compact=pending)
-        case "command" if entry.data.get("name") == "handoff":
+        case "command" if entry.data.get("name") == HANDOFF:
             return replace(state, pending_handoff=entry.seq)
         case "boundary":
             return boundary_step(state, entry)
@@ -167,7 +178,7 @@ def changes_state(entry: LogEntry) -> bool:
     if entry.kind == "notice":
         return entry.data.get("code") in (*COMPACT_SETTLED, *HANDOFF_SETTLED)
     return entry.kind in ("timer", "answer", "boundary") or (
-        entry.kind == "command" and entry.data.get("name") in ("compact", "handoff")
+        entry.kind == "command" and entry.data.get("name") in (COMPACT, HANDOFF)
     )
 
 

@@ -36,6 +36,7 @@ from harness.messages import (
     UserMessage,
 )
 from harness.providers.base import Capabilities, ProviderError
+from harness.skills import Skill
 from harness.state import SessionState, fold
 from harness.tokens import ESTIMATE
 
@@ -379,3 +380,13 @@ class InMemorySource:
                 "by": by,
             }
         )
+
+
+@dataclass
+class InMemorySkills:
+    """A `SkillSource` over a list of skills, which every session has selected as given."""
+
+    skills: list[Skill]
+
+    async def selected(self, session_id: int) -> Sequence[Skill]:
+        return list(self.skills)

@@ -19,10 +19,12 @@ from memory_app import services as memory_services
 from memory_app.selectors import SelectionRefused
 from memory_app.selectors import selection_check as memory_selection_check
 from sessions_app import branching, cards, selectors, services, stores
+from sessions_app.commands import registry_of
 from sessions_app.journal import state_json, state_load
 from sessions_app.models import AgentPreset, ModelCard, Session
 from sessions_app.schemas import (
     AnswerIn,
+    CommandOut,
     CompactIn,
     ContextOut,
     Detail,
@@ -263,6 +265,8 @@ def message_post(
     with refused_as_http():
         posted = services.message_post(session=session, user=request.user, text=payload.text)
     body: dict[str, Any] = {"seq": posted.seq, "queued": posted.queued}
+    if posted.help is not None:  # for the person who asked only: no entry, no turn
+        return Status(200, {**body, "help": posted.help})
     if posted.session is not None:
         return Status(202, {**body, "session": posted.session})
     if wait is None:
@@ -271,6 +275,17 @@ def message_post(
     rows, _ = selectors.entries_page(session.pk, after=before, before=None, limit=500)
     cut = selectors.cut_seq(session.pk)
     return Status(200, {**body, "status": status, "entries": [entry_out(r, cut) for r in rows]})
+
+
+@router.get(
+    "/sessions/{session_id}/commands",
+    response={200: list[CommandOut], **ERRORS},
+    tags=["sessions"],
+)
+def command_list(request: HttpRequest, session_id: int) -> Any:
+    """The slash commands the composer completes: the built-ins, then the team's templates."""
+    session = selectors.access_session(request.user, session_id)
+    return registry_of(session).completions()
 
 
 @router.post("/sessions/{session_id}/compact", response={202: dict, **ERRORS}, tags=["sessions"])

@@ -177,6 +177,14 @@ class MessageIn(Schema):
     text: str
 
 
+class CommandOut(Schema):
+    """A slash command the composer completes: built-in or the team's template."""
+
+    name: str
+    description: str
+    usage: str
+
+
 class ForkIn(Schema):
     document: str | None = Field(default=None, max_length=200_000)
 

@@ -18,11 +18,12 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
-from harness import loop
+from harness import commands, loop
 from harness.ports import LeaseLost
 from harness.state import token_count
-from horsie_site.inputs import SEQ_MAX, bounded_int, text_problem
+from horsie_site.inputs import SEQ_MAX, text_problem
 from sessions_app import events
+from sessions_app.commands import registry_of
 from sessions_app.journal import journal_apply, state_load
 from sessions_app.leases import lease_release, lease_take, lease_take_over
 from sessions_app.models import AgentPreset, Entry, ModelCard, QueuedInput, Session
@@ -39,13 +40,6 @@ SELECTION_FIELDS = (
     "auto_compact",
     "compact_at",
     "clear_tool_results",
-)
-HELP = (
-    "Slash commands: /help shows this list. /compact [instructions] folds older history into "
-    "the summary at the next turn boundary (the instructions say what the summary must keep). "
-    "/summary-n-fork starts a new session from a summary of this one, which stays as it is. "
-    "/handoff has the agent write a handoff document you can edit and start a new session "
-    "from. /rewind SEQ [message] starts a new session from this one's history up to entry SEQ."
 )
 
 
@@ -91,6 +85,7 @@ class Posted:
     queued: bool
     lease: str | None = None
     session: int | None = None  # the new session a /summary-n-fork or /rewind made
+    help: str | None = None  # /help's answer, for the person who asked only
 
 
 def entry_append(
@@ -187,32 +182,41 @@ def input_check(text: str, what: str = "message") -> None:
 def message_post(*, session: Session, user: Any, text: str) -> Posted:
     """Store the input, then take the turn if nobody holds it; else it waits its turn.
 
-    `/summary-n-fork` and `/rewind SEQ [text]` make a new session and leave this one
-    exactly as it was: they are not stored here.
+    `/help` answers the person who asked and stores nothing. `/summary-n-fork` and
+    `/rewind SEQ [text]` make a new session and leave this one exactly as it was: they are
+    not stored here. A team template is expanded now, when sent: its `command` entry keeps
+    what was typed and the expansion, which is what the model reads.
     """
     input_check(text)
-    branched = branch_command(session, user, text)
-    if branched is not None:
-        return Posted(seq=None, queued=False, session=branched)
-    queued = QueuedInput.objects.create(session=session, text=text, author=user)
+    data: dict[str, Any] = {}
+    parsed = commands.parse(text)
+    if parsed is not None:
+        registry = registry_of(session)
+        if parsed.name == commands.HELP:
+            return Posted(seq=None, queued=False, help=registry.help_text())
+        branched = branch_command(session, user, parsed)
+        if branched is not None:
+            return Posted(seq=None, queued=False, session=branched)
+        command = registry.get(parsed.name)
+        if command is not None and command.kind == "template":
+            expansion = commands.expand(command.template, parsed.args)
+            input_check(expansion, "expanded command")
+            data = {"expansion": expansion}
+    queued = QueuedInput.objects.create(session=session, text=text, author=user, data=data)
     return turn_start(session.pk, queued.pk)
 
 
-def branch_command(session: Session, user: Any, text: str) -> int | None:
+def branch_command(session: Session, user: Any, parsed: commands.Parsed) -> int | None:
     from sessions_app import branching
 
-    name = command_name(text) if text.startswith("/") else ""
-    if name == "summary-n-fork":
+    if parsed.name == commands.FORK:
         return branching.session_fork(parent=session, user=user).pk
-    if name == "rewind":
-        word, _, rest = command_args(text).partition(" ")
-        seq = bounded_int(word, low=1, high=SEQ_MAX)
-        if seq is None:
-            raise InvalidInput("Usage: /rewind SEQ [a new message] (SEQ is an entry's number)")
-        child = branching.session_rewind(
-            parent=session, user=user, seq=seq, text=rest.strip() or None
-        )
-        return child.pk
+    if parsed.name == commands.REWIND:
+        rewind = commands.rewind_args(parsed.args, SEQ_MAX)
+        if rewind is None:
+            raise InvalidInput(commands.REWIND_USAGE)
+        seq, text = rewind
+        return branching.session_rewind(parent=session, user=user, seq=seq, text=text).pk
     return None
 
 
@@ -328,20 +332,30 @@ def input_append(session_id: int, row: QueuedInput) -> tuple[Entry, bool]:
         ), True
     if row.kind == "answer":
         return answer_append(session_id, row), True
-    if not row.text.startswith("/"):
+    parsed = commands.parse(row.text)
+    if parsed is None:
         return entry_append(
             session_id=session_id, kind="user", content=row.text, author=row.author
         ), True
-    name = command_name(row.text)
+    name = parsed.name
     data: dict[str, Any] = {"name": name}
-    if name == "compact":
-        data["instructions"] = command_args(row.text) or None
+    expansion = row.data.get("expansion")
+    if expansion:
+        data.update(args=parsed.args, expansion=str(expansion), template=True)
+    if name == commands.COMPACT:
+        data["instructions"] = parsed.args or None
     entry = entry_append(
         session_id=session_id, kind="command", content=row.text, author=row.author, data=data
     )
-    if name in ("compact", "handoff"):
-        return entry, True  # the runner does it at the start of its turn
-    command_run(session_id, name)
+    if expansion or name in (commands.COMPACT, commands.HANDOFF):
+        return entry, True  # the model reads the expansion; the runner compacts or hands off
+    if commands.Registry.of().get(name) is None:
+        entry_append(
+            session_id=session_id,
+            kind="notice",
+            content=commands.Registry.of().unknown_text(name),
+            data={"code": "unknown_command", "command": name},
+        )
     return entry, False
 
 
@@ -357,27 +371,6 @@ def answer_append(session_id: int, row: QueuedInput) -> Entry:
         content=row.text,
         author=row.author,
         data={"question": question.id, "asked": question.question},
-    )
-
-
-def command_name(text: str) -> str:
-    return text[1:].split(maxsplit=1)[0] if len(text) > 1 and not text[1].isspace() else ""
-
-
-def command_args(text: str) -> str:
-    parts = text[1:].split(maxsplit=1)
-    return parts[1].strip() if len(parts) > 1 else ""
-
-
-def command_run(session_id: int, name: str) -> None:
-    if name == "help":
-        entry_append(session_id=session_id, kind="notice", content=HELP, data={"code": "help"})
-        return
-    entry_append(
-        session_id=session_id,
-        kind="notice",
-        content=f"Unknown command /{name}. Type /help for the list.",
-        data={"code": "unknown_command", "command": name},
     )
 
 

@@ -268,9 +268,13 @@ def message_send(request: HttpRequest, session_id: int) -> HttpResponse:
         return send_refused(request, session, text, str(error), status=400)
     if posted.session is not None:  # /summary-n-fork or /rewind made a new session
         return go_to(request, posted.session)
+    if posted.help is not None and not request.htmx:  # type: ignore[attr-defined]
+        return TemplateResponse(request, DETAIL, detail_context(session, help=posted.help))
     if not request.htmx:  # type: ignore[attr-defined]
         return redirect("sessions:detail", session.pk)
-    response = TemplateResponse(request, f"{DETAIL}#composer-error", {"error": ""})
+    response = TemplateResponse(
+        request, f"{DETAIL}#composer-error", {"error": "", "help": posted.help}
+    )
     return trigger_client_event(response, "horsie:sent")
 
 

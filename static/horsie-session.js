@@ -522,7 +522,69 @@
 
   let sentText = null;
 
+  // Slash-command completion: the session's commands (built-in and the team's), fetched
+  // once, listed under the composer while the text is a bare "/name".
+  const complete = document.getElementById("composer-complete");
+  let commands = null;
+  let picked = -1;
+  async function completions() {
+    if (commands === null) {
+      commands = [];
+      const response = await fetch(form.dataset.commandsUrl, { credentials: "same-origin" });
+      if (response.ok) commands = await response.json();
+    }
+    return commands;
+  }
+  function showCompletions(list) {
+    complete.replaceChildren(...list.map((command, i) => {
+      const item = document.createElement("li");
+      item.setAttribute("role", "option");
+      item.id = `complete-${i}`;
+      item.dataset.name = command.name;
+      item.setAttribute("aria-selected", String(i === picked));
+      const usage = document.createElement("code");
+      usage.textContent = command.usage;
+      item.append(usage, ` ${command.description}`);
+      return item;
+    }));
+    complete.hidden = list.length === 0;
+    textarea.setAttribute("aria-expanded", String(!complete.hidden));
+    textarea.setAttribute("aria-activedescendant", picked >= 0 ? `complete-${picked}` : "");
+  }
+  async function updateCompletions() {
+    const match = /^\/(\S*)$/.exec(textarea.value);
+    if (!match) { picked = -1; showCompletions([]); return; }
+    const all = await completions();
+    const list = all.filter((c) => c.name.startsWith(match[1]));
+    picked = Math.min(picked, list.length - 1);
+    showCompletions(list);
+  }
+  function choose(name) {
+    textarea.value = `/${name} `;
+    picked = -1;
+    showCompletions([]);
+    textarea.focus();
+  }
+  textarea.addEventListener("input", updateCompletions);
+  complete.addEventListener("mousedown", (event) => {
+    const item = event.target.closest("li[data-name]");
+    if (item) { event.preventDefault(); choose(item.dataset.name); }
+  });
   textarea.addEventListener("keydown", (event) => {
+    const items = complete.hidden ? [] : [...complete.children];
+    if (items.length && (event.key === "ArrowDown" || event.key === "ArrowUp")) {
+      event.preventDefault();
+      picked = (picked + (event.key === "ArrowDown" ? 1 : items.length - 1)) % items.length;
+      items.forEach((item, i) => item.setAttribute("aria-selected", String(i === picked)));
+      textarea.setAttribute("aria-activedescendant", `complete-${picked}`);
+      return;
+    }
+    if (items.length && event.key === "Escape") { picked = -1; showCompletions([]); return; }
+    if (items.length && (event.key === "Tab" || (event.key === "Enter" && picked >= 0))) {
+      event.preventDefault();
+      choose(items[Math.max(picked, 0)].dataset.name);
+      return;
+    }
     if (event.key === "Enter" && !event.shiftKey && !event.isComposing) {
       event.preventDefault();
       form.requestSubmit();

@@ -10,6 +10,8 @@ session's counter:
 - **recent budget** what a cut keeps verbatim; **summary budget** what a summary may use; a
   trigger moved early shrinks what a cut keeps (`cut_budget`), so the context after a fold
   starts well below the trigger instead of at it;
+- **skills budget** what the bodies of loaded skills may take when a boundary attaches them
+  again (none without a window);
 - **entry limit** the most one input or tool output may take in context: anything larger is
   shown as its head and tail, so no single paste can wedge a session.
 """
@@ -30,6 +32,7 @@ class Policy:
     compact_at: float | None = None
     recent_fraction: float = 0.2
     summary_fraction: float = 0.1
+    skills_fraction: float = 0.1
     clear_tool_results: bool = False
     declared_window: int | None = None
 
@@ -52,12 +55,16 @@ class Policy:
         return int((self.window or 0) * self.summary_fraction)
 
     @property
+    def skills_budget(self) -> int | None:
+        return int(self.window * self.skills_fraction) if self.window else None
+
+    @property
     def recent_budget(self) -> int:
         return int((self.window or 0) * self.recent_fraction)
 
     def cut_budget(self, fixed: int) -> int:
         """What a cut keeps verbatim when the context also holds `fixed` tokens that no fold
-        shrinks (system prompt, tools, memory, state): the recent budget, but at most half the
+        shrinks (system prompt, tools, skills, memory, state): the recent budget, but at most half the
         room the trigger leaves beside them and a summary, so the next turns have the other
         half. Without this an early trigger is reached again by the fold itself: a compaction
         on every turn, each folding one turn."""

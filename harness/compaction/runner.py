@@ -82,6 +82,7 @@ async def compact(
         if policy.clear_tool_results and why == "auto":
             cleared = await clear(config, deps, view, tokens_before, "auto")
             if cleared is not None and cleared < (policy.trigger_tokens or 0):
+                await skills_notice(config, deps)
                 return "cleared"
             view = await read_view(config, deps)
         try:
@@ -95,14 +96,32 @@ async def compact(
             content=written.summary,
             data=folded_boundary(config, view, written, cut, why, tokens_before, instructions),
         )
+        await skills_notice(config, deps)
         return "compacted"
     finally:
         await deps.events.compacting(config.session_id, "end")
 
 
+async def skills_notice(config: TurnConfig, deps: Deps) -> None:
+    """Name the loaded skills the new boundary could not attach again (over the skills
+    budget, oldest first): they are never dropped silently."""
+    dropped = (await read_view(config, deps)).context.skills_dropped
+    if not dropped:
+        return
+    await say(
+        config,
+        deps,
+        "skills_dropped",
+        "The skills budget could not attach every loaded skill again after the summary: "
+        f"{', '.join(dropped)} (the oldest) left out. The agent can load them again.",
+        skills=list(dropped),
+    )
+
+
 def fixed_tokens(context: Context) -> int:
-    """What no fold shrinks: the system prompt, tools, memory and carried state."""
-    return sum(b.tokens for b in context.blocks if b.kind in ("system", "memory", "state"))
+    """What no fold shrinks: the system prompt, tools, skills, memory and carried state."""
+    fixed = ("system", "skills", "memory", "state")
+    return sum(b.tokens for b in context.blocks if b.kind in fixed)
 
 
 def kept_since(entries: Sequence[LogEntry], boundary: LogEntry | None) -> list[LogEntry]:
@@ -216,6 +235,8 @@ async def fold(
         counter=view.counter,
         entry_limit=view.policy.entry_limit,
         memory=view.memory.text,
+        skills=view.skills,
+        skills_budget=view.policy.skills_budget,
     )
     return await fold_span(deps.provider, ask(span, anchor=None, span=True), view, pinned)
 
@@ -375,6 +396,8 @@ def tokens_after(view: SessionView, boundary: Boundary) -> int:
         counter=view.counter,
         entry_limit=view.policy.entry_limit,
         memory=view.memory.text,
+        skills=view.skills,
+        skills_budget=view.policy.skills_budget,
     )
     return after.tokens
 

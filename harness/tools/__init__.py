@@ -1,7 +1,8 @@
 """The built-in tools, by the names tests and presets rely on.
 
 `memory` is offered only to a session that selects a memory space (`memory=True`): a tool
-the session cannot use would cost context on every call for nothing.
+the session cannot use would cost context on every call for nothing. `load_skill` likewise,
+only to a session that selects a skill (`skills=True`).
 """
 
 from __future__ import annotations
@@ -9,12 +10,13 @@ from __future__ import annotations
 from harness.tools.ask_user import AskUser
 from harness.tools.base import Tool
 from harness.tools.history import ReadEntry, SearchHistory
+from harness.tools.load_skill import LoadSkill
 from harness.tools.memory import Memory
 from harness.tools.timers import CancelTimer, SetTimer
 from harness.tools.todo_write import TodoWrite
 
 
-def builtin_tools(*, memory: bool = False) -> dict[str, Tool]:
+def builtin_tools(*, memory: bool = False, skills: bool = False) -> dict[str, Tool]:
     tools: list[Tool] = [
         TodoWrite(),
         SetTimer(),
@@ -23,5 +25,6 @@ def builtin_tools(*, memory: bool = False) -> dict[str, Tool]:
         SearchHistory(),
         ReadEntry(),
         *([Memory()] if memory else []),
+        *([LoadSkill()] if skills else []),
     ]
     return {tool.spec.name: tool for tool in tools}

@@ -36,6 +36,7 @@ from pydantic_core import ErrorDetails
 
 from harness.memory import MemorySource
 from harness.messages import LogEntry, ToolSpec
+from harness.skills import SkillSource
 from harness.state import SessionState
 
 MAX_PROBLEMS = 5  # named in one error result; the model fixes these first
@@ -77,6 +78,7 @@ class ToolContext:
     log: LogReader | None = None
     memory: MemorySource | None = None
     call_seq: int | None = None
+    skills: SkillSource | None = None
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -74,11 +74,18 @@ def test_a_reply_streams_live_to_everyone_watching(browser, horsie):
         assert all(REPLY.startswith(text) for text in streamed)
     expect(composer).to_have_value("")
 
-    composer.fill("/help")
+    composer.fill("/hel")
+    expect(alice.locator("#composer-complete li")).to_have_count(1)
+    composer.press("Tab")
+    expect(composer).to_have_value("/help ")
+    composer.press("Enter")
+    expect(alice.locator("#composer-help")).to_contain_text("/rewind SEQ [message]")
+    expect(bob.locator("#composer-help")).to_have_count(0)
+    composer.fill("/nope")
     composer.press("Enter")
     for page in (alice, bob):
-        expect(page.locator(".entry-command .body")).to_have_text("/help")
-        expect(page.locator(".entry-notice .notice-code")).to_have_text("help")
+        expect(page.locator(".entry-command .body")).to_have_text("/nope")
+        expect(page.locator(".entry-notice .notice-code")).to_have_text("unknown_command")
 
     for page in (alice, bob):
         page.context.close()
@@ -125,7 +132,7 @@ def test_a_dropped_socket_catches_up_without_gaps_or_duplicates(browser, horsie)
     page.route_web_socket(re.compile(r"/ws/v1/sessions/"), route)
     page.goto(f"{horsie.url}/sessions/{session_id}/")
     watching(page)
-    horsie.api("POST", f"/sessions/{session_id}/messages", "alice", {"text": "/help"})
+    horsie.api("POST", f"/sessions/{session_id}/messages", "alice", {"text": "/nope"})
     expect(page.locator(".entry-notice")).to_have_count(1)
 
     state["down"] = True
@@ -150,8 +157,8 @@ def test_earlier_entries_load_above_in_order(browser, horsie):
     from playwright.sync_api import expect
 
     session_id = new_session(horsie, "A long log")
-    for _ in range(30):  # each /help appends two entries: the command and its notice
-        horsie.api("POST", f"/sessions/{session_id}/messages", "alice", {"text": "/help"})
+    for _ in range(30):  # each unknown command appends two entries: the command and a notice
+        horsie.api("POST", f"/sessions/{session_id}/messages", "alice", {"text": "/nope"})
     page = logged_in(browser, horsie, "alice")
     page.goto(f"{horsie.url}/sessions/{session_id}/")
     assert shown_seqs(page) == list(range(11, 61))

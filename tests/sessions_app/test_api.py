@@ -193,10 +193,12 @@ def test_the_model_keeps_a_task_list_through_todo_write(api_for, session, script
     ]
 
 
-def test_slash_help_answers_without_a_turn(api_for, session, scripted):
+def test_slash_help_answers_the_sender_only_without_an_entry_or_a_turn(api_for, session, scripted):
     r = api_for("alice").post(f"/sessions/{session.pk}/messages?wait=5", {"text": "/help"})
-    kinds = [e["kind"] for e in r.json()["entries"]]
-    assert kinds == ["command", "notice"]
+    assert r.status_code == 200
+    body = r.json()
+    assert "/rewind SEQ [message]" in body["help"] and "/compact [instructions]" in body["help"]
+    assert not Entry.objects.filter(session=session).exists()
     assert scripted.requests == []
 
 

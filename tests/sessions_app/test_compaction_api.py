@@ -67,7 +67,7 @@ def test_compact_with_nothing_to_fold_says_so(api_for, session, scripted):
     say(api, session, "hello")
     r = api.post(f"/sessions/{session.pk}/compact", {"instructions": None})
     assert r.status_code == 202
-    body = api.post(f"/sessions/{session.pk}/messages?wait=10", {"text": "/help"}).json()
+    body = api.post(f"/sessions/{session.pk}/messages?wait=10", {"text": "/nope"}).json()
     notices = Entry.objects.filter(session=session, kind="notice").values_list("data", flat=True)
     assert {"code": "nothing_to_fold"} in list(notices), body
     assert not Entry.objects.filter(session=session, kind="boundary").exists()
