@@ -93,7 +93,7 @@ def sse(kind: str, **fields: Any) -> tuple[str, Any]:
 
 def reply_events(step: dict[str, Any], number: int, body: dict[str, Any],
                  usage: dict[str, int]) -> Iterator[tuple[str, Any]]:  # fmt: skip
-    start_usage = {**usage, "output_tokens": 1}
+    start_usage = {**usage, "output_tokens": 1}  # the final count comes in message_delta
     message = {"id": f"msg_{number}", "type": "message", "role": "assistant", "content": [],
                "model": body.get("model"), "stop_reason": None, "stop_sequence": None,
                "usage": start_usage}  # fmt: skip
@@ -140,7 +140,7 @@ def reply_events(step: dict[str, Any], number: int, body: dict[str, Any],
     stop = step.get("stop_reason") or ("tool_use" if step.get("tool_calls") else "end_turn")
     output = sum(len(pieces(str(step.get(k) or ""))) for k in ("text", "thinking")) or 1
     yield sse("message_delta", delta={"stop_reason": stop, "stop_sequence": None},
-              usage={**usage, "output_tokens": output})  # fmt: skip
+              usage={"output_tokens": output, **usage})  # fmt: skip
     yield sse("message_stop")
 
 
