@@ -48,6 +48,7 @@ def card_config(card: Any) -> CardConfig:
         api_key=card_api_key(card),
         context_window=card.context_window,
         max_output_tokens=card.max_output_tokens,
+        reasoning_replay=card.reasoning_replay,
     )
 
 
@@ -94,6 +95,7 @@ def ruler_for(card: Any) -> tuple[Capabilities, TokenCounter]:
         base_url=card.base_url or None,
         context_window=card.context_window,
         max_output_tokens=card.max_output_tokens,
+        reasoning_replay=card.reasoning_replay,
     )
     try:
         provider = cached_provider(config)

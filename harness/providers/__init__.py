@@ -14,6 +14,8 @@ from harness.providers.base import CardConfig, Provider, ProviderError
 
 _MODULES = {
     "openai_chat": "harness.providers.openai_chat",
+    "openai_responses": "harness.providers.openai_responses",
+    "anthropic": "harness.providers.anthropic",
     "local": "harness.providers.local",
 }
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Literal, Protocol, TypeVar
 
@@ -23,6 +23,9 @@ log = logging.getLogger(__name__)
 MAX_USAGE = 1_000_000_000
 
 Wire = Literal["openai_chat", "openai_responses", "anthropic", "local"]
+# When a wire that may replay reasoning sends it back: never, only on the assistant messages
+# of the current tool loop (after the last user message), or on every assistant message.
+ReplayRule = Literal["never", "tool_turns", "always"]
 WIRES: tuple[Wire, ...] = ("openai_chat", "openai_responses", "anthropic", "local")
 
 ErrorCode = Literal[
@@ -48,6 +51,7 @@ class CardConfig:
     api_key: str | None = None
     context_window: int | None = None
     max_output_tokens: int = 1024
+    reasoning_replay: ReplayRule = "never"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -58,10 +62,20 @@ class Capabilities:
 
 
 class ProviderError(Exception):
-    def __init__(self, message: str, *, code: ErrorCode = "unknown", retryable: bool = False):
+    """`retry_after` is the wait in seconds the server asked for (`Retry-After`), if any."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        code: ErrorCode = "unknown",
+        retryable: bool = False,
+        retry_after: float | None = None,
+    ):
         super().__init__(message)
         self.code: ErrorCode = code
         self.retryable = retryable
+        self.retry_after = retry_after
 
 
 class UnsupportedRequest(ProviderError):
@@ -93,6 +107,24 @@ def usage_checked(prompt: object, output: object, cached: object = 0) -> Usage |
     )
 
 
+def retry_after(headers: Mapping[str, str] | None) -> float | None:
+    """The wait a server asked for, in seconds: `retry-after-ms`, else a number of seconds in
+    `retry-after` (an HTTP date there is ignored: the backoff applies)."""
+    if headers is None:
+        return None
+    for name, scale in (("retry-after-ms", 1000.0), ("retry-after", 1.0)):
+        value = headers.get(name)
+        if value is None:
+            continue
+        try:
+            seconds = float(value) / scale
+        except ValueError:
+            continue
+        if 0 <= seconds < MAX_USAGE:
+            return seconds
+    return None
+
+
 def sane_count(value: object) -> int | None:
     if isinstance(value, bool) or not isinstance(value, int):
         return None
@@ -112,11 +144,18 @@ class RetryPolicy:
     attempts: int = 4
     base_delay: float = 0.5
     max_delay: float = 8.0
+    longest_wait: float = 30.0  # a server asking for a longer wait is not retried
 
     def delay(self, attempt: int) -> float:
         """Exponential backoff with full jitter, capped."""
         ceiling = min(self.max_delay, self.base_delay * (2**attempt))
         return random.uniform(ceiling / 2, ceiling)
+
+    def wait(self, attempt: int, error: ProviderError) -> float | None:
+        """The server's `Retry-After` where it gave one, else the backoff; None: give up."""
+        if error.retry_after is None:
+            return self.delay(attempt)
+        return max(0.0, error.retry_after) if error.retry_after <= self.longest_wait else None
 
 
 T = TypeVar("T")
@@ -127,12 +166,14 @@ async def with_retries(
     policy: RetryPolicy,
     sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
 ) -> T:
-    """Run `start` until it succeeds, retrying only retryable `ProviderError`s."""
+    """Run `start` until it succeeds, retrying only retryable `ProviderError`s, after the
+    wait the server asked for when it said one."""
     for attempt in range(policy.attempts):
         try:
             return await start()
         except ProviderError as error:
-            if not error.retryable or attempt == policy.attempts - 1:
+            wait = policy.wait(attempt, error)
+            if not error.retryable or attempt == policy.attempts - 1 or wait is None:
                 raise
-            await sleep(policy.delay(attempt))
+            await sleep(wait)
     raise AssertionError("unreachable")

@@ -4,14 +4,19 @@ One retry mechanism: the SDK's own retries are off and `with_retries` from `base
 the opening of the stream (the request and its first chunk). Once an event has been yielded
 nothing is retried, so a caller never sees text twice. Chat-completions reasoning
 (`reasoning_content` / `reasoning` deltas, as local and compatible servers send them) is shown
-as `ReasoningDelta`s but never serialized back into a request: this wire cannot replay it.
-A client is kept per event loop, since pooled connections must not cross loops.
+as `ReasoningDelta`s and kept in the response; it goes back as `reasoning_content` on an
+assistant message only where the card's `reasoning_replay` rule says so (`never`, the
+default; `tool_turns`: the assistant messages after the last user message; `always`).
+A stream that ends before its finish reason, or a chunk that is not JSON, is a
+`ProviderError`: no half reply is returned. A client is kept per event loop, since pooled
+connections must not cross loops.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import weakref
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
@@ -49,7 +54,9 @@ from harness.providers.base import (
     Capabilities,
     CardConfig,
     ProviderError,
+    ReplayRule,
     RetryPolicy,
+    retry_after,
     usage_checked,
     with_retries,
 )
@@ -92,6 +99,8 @@ class OpenAIChatProvider:
 
     def __post_init__(self) -> None:
         self.counter = openai_counter(self.card.model, self.card.base_url)
+        replays = self.card.reasoning_replay != "never"
+        self.capabilities = Capabilities(tools=True, streaming_usage=True, reasoning_replay=replays)
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
         opened = await with_retries(lambda: self._open(request), self.retry)
@@ -102,13 +111,15 @@ class OpenAIChatProvider:
                     yield event
         finally:
             await opened.stream.close()
+        if assembly.finish_reason is None:
+            raise ProviderError(CUT, code="server_error", retryable=True)
         yield ResponseDone(response=assembly.response())
 
     async def _open(self, request: ModelRequest) -> _Opened:
         with _translated():
             stream = await self._client().chat.completions.create(
                 model=self.card.model,
-                messages=[_message(message) for message in request.messages],
+                messages=messages(request.messages, self.card.reasoning_replay),
                 tools=[_tool(spec) for spec in request.tools] or openai.omit,
                 max_tokens=request.max_output_tokens or self.card.max_output_tokens,
                 stream=True,
@@ -138,14 +149,42 @@ class OpenAIChatProvider:
 # Request: our messages and tools as chat-completions JSON.
 
 
-def _message(message: Message) -> ChatCompletionMessageParam:
+def messages(
+    messages: tuple[Message, ...], rule: ReplayRule = "never"
+) -> list[ChatCompletionMessageParam]:
+    loop_start = tool_loop_start(messages)
+    return [
+        _message(message, replay=replays(rule, index, loop_start))
+        for index, message in enumerate(messages)
+    ]
+
+
+def tool_loop_start(messages: tuple[Message, ...]) -> int:
+    """The index after the last user message: the messages of the current tool loop."""
+    users = [i for i, message in enumerate(messages) if isinstance(message, UserMessage)]
+    return users[-1] + 1 if users else 0
+
+
+def replays(rule: ReplayRule, index: int, loop_start: int) -> bool:
+    match rule:
+        case "never":
+            return False
+        case "tool_turns":
+            return index >= loop_start
+        case "always":
+            return True
+        case _:
+            assert_never(rule)
+
+
+def _message(message: Message, *, replay: bool = False) -> ChatCompletionMessageParam:
     match message:
         case SystemMessage(text=text):
             return {"role": "system", "content": text}
         case UserMessage(text=text):
             return {"role": "user", "content": text}
         case AssistantMessage():
-            return _assistant(message)
+            return _assistant(message, replay=replay)
         case ToolResultMessage():
             content = f"Error: {message.text}" if message.is_error else message.text
             return {"role": "tool", "tool_call_id": message.call_id, "content": content}
@@ -153,12 +192,16 @@ def _message(message: Message) -> ChatCompletionMessageParam:
             assert_never(message)
 
 
-def _assistant(message: AssistantMessage) -> ChatCompletionMessageParam:
-    """The reasoning is left out on purpose: chat completions never takes it back."""
-    if not message.tool_calls:
-        return {"role": "assistant", "content": message.text}
-    calls = [_tool_call(call) for call in message.tool_calls]
-    return {"role": "assistant", "content": message.text or None, "tool_calls": calls}
+def _assistant(message: AssistantMessage, *, replay: bool) -> ChatCompletionMessageParam:
+    """The reasoning goes back as `reasoning_content` only when the card's rule replays it
+    here (the field compatible servers read; OpenAI's own models have none to replay)."""
+    param: dict[str, Any] = {"role": "assistant", "content": message.text}
+    if message.tool_calls:
+        param["content"] = message.text or None
+        param["tool_calls"] = [_tool_call(call) for call in message.tool_calls]
+    if replay and message.reasoning:
+        param["reasoning_content"] = message.reasoning
+    return param  # type: ignore[return-value]  # the SDK's type has no reasoning field
 
 
 def _tool_call(call: ToolCall) -> ChatCompletionMessageToolCallParam:
@@ -207,6 +250,9 @@ async def _chunks(opened: _Opened) -> AsyncIterator[ChatCompletionChunk]:
     with _translated():
         async for chunk in opened.stream:
             yield chunk
+
+
+CUT = "the stream was cut before the reply was complete"
 
 
 @dataclass(kw_only=True)
@@ -294,6 +340,10 @@ def _translated() -> Iterator[None]:
         yield
     except (openai.APIError, httpx.HTTPError) as error:
         raise _provider_error(error) from error
+    except json.JSONDecodeError as error:  # a chunk that is not JSON: the SDK's own parse
+        raise ProviderError(
+            f"the provider sent a malformed stream chunk: {error}", code="server_error"
+        ) from error
 
 
 def _provider_error(error: openai.APIError | httpx.HTTPError) -> ProviderError:
@@ -304,7 +354,9 @@ def _provider_error(error: openai.APIError | httpx.HTTPError) -> ProviderError:
     if isinstance(error, openai.APIConnectionError | httpx.TransportError):
         return ProviderError(str(error), code="connection", retryable=True)
     if isinstance(error, openai.APIStatusError):
-        return _status_error(error.status_code, _said(error.body))
+        failed = _status_error(error.status_code, _said(error.body))
+        failed.retry_after = retry_after(error.response.headers)
+        return failed
     return ProviderError(str(error), code="unknown")
 
 

@@ -5,7 +5,9 @@ chosen port is printed as stdout's first line. The script is a list of steps; ea
 /v1/chat/completions consumes the next one: a reply {"text", "reasoning", "tool_calls",
 "usage"} or an error {"status", "message"}. A step with "repeat" is never used up; a reply
 with "stall" streams its text and then hangs, like a model stuck mid-turn; a reply with
-"pause" (seconds) waits that long before each piece of its text, like a slow model; an error
+"pause" (seconds) waits that long before each piece of its text, like a slow model; "cut"
+ends the stream after its text, with no finish reason and no [DONE]; "malformed" follows its
+first chunk with a data line that is not JSON; an error
 with "raw" sends that text as a non-JSON body, like a service that is not a provider. Every
 request body is recorded and served back by GET /__requests, so a test can assert what a wire
 really sent; the Authorization header of every POST (to any path) is served by GET
@@ -178,6 +180,8 @@ def reply_chunks(step: dict[str, Any], include_usage: bool) -> Iterator[dict[str
         yield chunk({"content": part})
     if step.get("stall"):
         threading.Event().wait()
+    if step.get("cut"):
+        return
     calls = step.get("tool_calls", [])
     yield from tool_call_chunks(calls)
     yield chunk({}, finish="tool_calls" if calls else "stop")
@@ -205,6 +209,8 @@ def whole_reply(step: dict[str, Any]) -> dict[str, Any]:
 class Handler(BaseHTTPRequestHandler):
     script: Script
     protocol_version = "HTTP/1.1"
+    cut = False
+    malformed = False
 
     def do_GET(self) -> None:
         if self.path == "/__requests":
@@ -229,6 +235,7 @@ class Handler(BaseHTTPRequestHandler):
         if "status" in step:
             self.send_error_step(step)
         elif body.get("stream"):
+            self.cut, self.malformed = bool(step.get("cut")), bool(step.get("malformed"))
             include = bool((body.get("stream_options") or {}).get("include_usage"))
             self.send_stream(reply_chunks(step, include))
         else:
@@ -261,7 +268,10 @@ class Handler(BaseHTTPRequestHandler):
         self.end_headers()
         for item in chunks:
             self.send_event(json.dumps(item))
-        self.send_event("[DONE]")
+            if self.malformed:
+                self.send_event("{not json")
+        if not self.cut:
+            self.send_event("[DONE]")
         self.close_connection = True
 
     def send_event(self, data: str) -> None:

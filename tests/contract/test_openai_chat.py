@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import pytest
@@ -21,7 +21,13 @@ from harness.messages import (
     Usage,
     UserMessage,
 )
-from harness.providers.base import CardConfig, ProviderError, RetryPolicy, complete
+from harness.providers.base import (
+    CardConfig,
+    ProviderError,
+    ReplayRule,
+    RetryPolicy,
+    complete,
+)
 from harness.providers.openai_chat import OpenAIChatProvider, build
 
 from .conftest import ScriptedServer
@@ -141,6 +147,63 @@ async def test_reasoning_is_shown_but_never_sent_back(scripted_server: Start) ->
     sent = server.requests()[1]["messages"][2]
     assert sent == {"role": "assistant", "content": "Four."}
     assert "Think it through" not in str(server.requests()[1])
+
+
+def replay_card(server: ScriptedServer, rule: ReplayRule) -> OpenAIChatProvider:
+    card = CardConfig(
+        wire="openai_chat", model="scripted", base_url=server.base_url, reasoning_replay=rule
+    )
+    return build(card, {"timeout": 10.0, "retry": FAST_RETRY})
+
+
+TOOL_LOOP_CALL = ToolCall(id="c1", name="weather", arguments='{"city": "Paris"}')
+EARLIER = (
+    UserMessage(text="Hi"),
+    AssistantMessage(text="Hello.", reasoning="Greet back."),
+    UserMessage(text="Weather?"),
+    AssistantMessage(text="", tool_calls=(TOOL_LOOP_CALL,), reasoning="Need the tool."),
+    ToolResultMessage(call_id="c1", name="weather", text="22C"),
+)
+
+
+@pytest.mark.parametrize(
+    ("rule", "replayed"),
+    [("never", [None, None]), ("tool_turns", [None, "Need the tool."]),
+     ("always", ["Greet back.", "Need the tool."])],
+)  # fmt: skip
+async def test_reasoning_goes_back_as_reasoning_content_where_the_card_rule_says(
+    scripted_server: Start, rule: ReplayRule, replayed: list[str | None]
+) -> None:
+    server = scripted_server([{"text": "Sunny."}])
+    provider = replay_card(server, rule)
+    assert provider.capabilities.reasoning_replay == (rule != "never")
+    await complete(provider, ModelRequest(messages=EARLIER, tools=(WEATHER,)))
+    [sent] = server.requests()
+    assistants = [m for m in sent["messages"] if m["role"] == "assistant"]
+    assert [m.get("reasoning_content") for m in assistants] == replayed
+    assert assistants[1] == {
+        "role": "assistant", "content": None,
+        "tool_calls": [{"id": "c1", "type": "function",
+                        "function": {"name": "weather", "arguments": '{"city": "Paris"}'}}],
+        **({"reasoning_content": "Need the tool."} if replayed[1] else {}),
+    }  # fmt: skip
+
+
+@pytest.mark.parametrize("broken", [{"cut": True}, {"malformed": True}])
+async def test_a_broken_stream_is_a_provider_error_and_no_response(
+    scripted_server: Start, broken: dict[str, Any]
+) -> None:
+    server = scripted_server([{"text": "Partial answer here.", **broken}])
+    seen: list[StreamEvent] = []
+    with pytest.raises(ProviderError) as caught:
+        await drain(provider_for(server).stream(HELLO), seen)
+    assert not any(isinstance(e, ResponseDone) for e in seen), "nothing whole to store"
+    assert caught.value.code == "server_error"
+
+
+async def drain(stream: AsyncIterator[StreamEvent], seen: list[StreamEvent]) -> None:
+    async for event in stream:
+        seen.append(event)
 
 
 async def test_rate_limit_then_success_is_retried(scripted_server: Start) -> None:

@@ -1,0 +1,492 @@
+"""The `anthropic` wire: Anthropic's Messages API through the official `anthropic` SDK.
+
+The system message is the `system` parameter; tool calls and results are `tool_use` and
+`tool_result` blocks, results in the user turn that follows the call, and consecutive
+messages of one role are merged into one, as the API requires. Every message is a list of
+blocks, so a message is the same bytes whichever position it has.
+
+Prompt caching: two `cache_control` breakpoints, one on the system block (tools and system
+are the stable head) and one on the last block of the request. The next turn, and the
+compaction request (the same context plus one instruction), extend that request, so the API
+finds the previous breakpoint's prefix within its look-back and reads it from the cache.
+
+Thinking blocks come back with their signatures; they are kept in `provider_details`, in
+their place among the reply's blocks, and replayed verbatim on the assistant turns of the
+current tool loop (the assistant messages after the last user message), as the API requires,
+and only to the model that wrote them. Usage: the API reports uncached input, cache reads and
+cache writes apart; the prompt is their sum and the cached part the reads.
+
+One retry mechanism, as in `openai_chat`: `with_retries` wraps only the opening of the
+stream (honouring `retry-after`); a stream that ends before `message_stop` is a
+`ProviderError` and no half reply is returned.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import weakref
+from collections.abc import AsyncIterator, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any, assert_never
+
+import anthropic
+import httpx
+from anthropic import AsyncAnthropic, AsyncStream
+from anthropic.types import (
+    InputJSONDelta,
+    RawContentBlockDeltaEvent,
+    RawContentBlockStartEvent,
+    RawContentBlockStopEvent,
+    RawMessageDeltaEvent,
+    RawMessageStartEvent,
+    RawMessageStopEvent,
+    RawMessageStreamEvent,
+    RedactedThinkingBlock,
+    SignatureDelta,
+    ThinkingBlock,
+    ThinkingDelta,
+    ToolUseBlock,
+)
+from anthropic.types import TextBlock as SdkTextBlock
+from anthropic.types import TextDelta as SdkTextDelta
+
+from harness.messages import (
+    AssistantMessage,
+    Message,
+    ModelRequest,
+    ModelResponse,
+    ReasoningDelta,
+    ResponseDone,
+    StreamEvent,
+    SystemMessage,
+    TextDelta,
+    ToolCall,
+    ToolResultMessage,
+    ToolSpec,
+    Usage,
+    UserMessage,
+)
+from harness.providers.base import (
+    Capabilities,
+    CardConfig,
+    ProviderError,
+    RetryPolicy,
+    retry_after,
+    sane_count,
+    usage_checked,
+    with_retries,
+)
+from harness.providers.guard import ConnectCheck, checked_client
+from harness.providers.openai_chat import CUT, NO_API_KEY, _said, _status_error
+from harness.tokens import ESTIMATE, TokenCounter
+
+WIRE = "anthropic"
+DEFAULT_TIMEOUT = 120.0
+DETAILS = "anthropic"  # this wire's key in `provider_details`
+CACHE = {"type": "ephemeral"}
+STOP_REASONS = {"end_turn": "stop", "stop_sequence": "stop", "tool_use": "tool_calls",
+                "max_tokens": "length"}  # fmt: skip
+# An error event inside a stream arrives with HTTP 200: its type names the status it stands for.
+ERROR_STATUS = {
+    "invalid_request_error": 400,
+    "authentication_error": 401,
+    "permission_error": 403,
+    "not_found_error": 404,
+    "request_too_large": 413,
+    "rate_limit_error": 429,
+    "api_error": 500,
+    "overloaded_error": 529,
+}
+
+Events = AsyncStream[RawMessageStreamEvent]
+Block = dict[str, Any]
+
+
+def build(card: CardConfig, options: dict[str, Any]) -> AnthropicProvider:
+    return AnthropicProvider(
+        card=card,
+        timeout=float(options.get("timeout", DEFAULT_TIMEOUT)),
+        retry=options.get("retry") or RetryPolicy(),
+        connect_check=options.get("connect_check"),
+        thinking_budget=options.get("thinking_budget"),
+    )
+
+
+@dataclass(kw_only=True, eq=False)
+class AnthropicProvider:
+    card: CardConfig
+    timeout: float = DEFAULT_TIMEOUT
+    retry: RetryPolicy = field(default_factory=RetryPolicy)
+    connect_check: ConnectCheck | None = None
+    thinking_budget: int | None = None  # extended thinking, when the caller asks for it
+    capabilities: Capabilities = Capabilities(
+        tools=True, streaming_usage=True, reasoning_replay=True
+    )
+    # No local tokenizer for Claude: the estimate, which the session calibrates on usage.
+    counter: TokenCounter = ESTIMATE
+    _clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, AsyncAnthropic] = field(
+        default_factory=weakref.WeakKeyDictionary, repr=False, compare=False
+    )
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
+        opened = await with_retries(lambda: self._open(request), self.retry)
+        assembly = _Assembly(model=self.card.model)
+        try:
+            async for event in _events(opened):
+                for out in assembly.feed(event):
+                    yield out
+        finally:
+            await opened.stream.close()
+        if not assembly.finished:
+            raise ProviderError(CUT, code="server_error", retryable=True)
+        yield ResponseDone(response=assembly.response())
+
+    def body(self, request: ModelRequest) -> dict[str, Any]:
+        """The request's parameters, as the SDK sends them (the contract tests read them)."""
+        system, messages = request_messages(request.messages, self.card.model)
+        tools = [_tool(spec) for spec in request.tools]
+        if system:
+            system[-1]["cache_control"] = CACHE
+        elif tools:
+            tools[-1]["cache_control"] = CACHE
+        if messages:
+            messages[-1]["content"][-1]["cache_control"] = CACHE
+        body: dict[str, Any] = {
+            "model": self.card.model,
+            "max_tokens": request.max_output_tokens or self.card.max_output_tokens,
+            "messages": messages,
+            "stream": True,
+        }
+        if system:
+            body["system"] = system
+        if tools:
+            body["tools"] = tools
+        if self.thinking_budget:
+            body["thinking"] = {"type": "enabled", "budget_tokens": self.thinking_budget}
+        return body
+
+    async def count_tokens(self, request: ModelRequest) -> int:
+        """The prompt's size by the API's own count endpoint (a call, not free)."""
+        body = self.body(request)
+        params = {k: body[k] for k in ("model", "messages", "system", "tools") if k in body}
+        with _translated():
+            counted = await self._client().messages.count_tokens(**params)
+        tokens = sane_count(counted.input_tokens)
+        if tokens is None:
+            raise ProviderError("the token count was not a count", code="server_error")
+        return tokens
+
+    async def _open(self, request: ModelRequest) -> _Opened:
+        with _translated():
+            stream: Events = await self._client().messages.create(**self.body(request))
+        return await _first_event(stream)
+
+    def _client(self) -> AsyncAnthropic:
+        loop = asyncio.get_running_loop()
+        client = self._clients.get(loop)
+        if client is None:
+            client = self._clients[loop] = AsyncAnthropic(
+                api_key=self.card.api_key or NO_API_KEY,
+                base_url=self.card.base_url,
+                timeout=self.timeout,
+                max_retries=0,
+                http_client=self._http_client(),
+            )
+        return client
+
+    def _http_client(self) -> httpx.AsyncClient | None:
+        if self.connect_check is None:
+            return None
+        return checked_client(self.connect_check, self.timeout)
+
+
+# Request: our messages as Messages-API turns of blocks.
+
+
+def request_messages(
+    messages: tuple[Message, ...], model: str
+) -> tuple[list[Block], list[dict[str, Any]]]:
+    """The system blocks and the turns, consecutive turns of one role merged."""
+    system: list[Block] = []
+    turns: list[dict[str, Any]] = []
+    users = [i for i, message in enumerate(messages) if isinstance(message, UserMessage)]
+    loop_start = users[-1] + 1 if users else 0
+    for index, message in enumerate(messages):
+        match message:
+            case SystemMessage(text=text):
+                if text:
+                    system.append({"type": "text", "text": text})
+                continue
+            case UserMessage(text=text):
+                role, blocks = "user", [{"type": "text", "text": text}] if text else []
+            case ToolResultMessage():
+                role, blocks = "user", [_result(message)]
+            case AssistantMessage():
+                role = "assistant"
+                blocks = assistant_blocks(message, model, replay=index >= loop_start)
+            case _:
+                assert_never(message)
+        if not blocks:
+            continue  # the API refuses an empty turn or an empty text block
+        if turns and turns[-1]["role"] == role:
+            turns[-1]["content"].extend(blocks)
+        else:
+            turns.append({"role": role, "content": blocks})
+    return system, turns
+
+
+def _result(message: ToolResultMessage) -> Block:
+    block: Block = {"type": "tool_result", "tool_use_id": message.call_id}
+    if message.text:
+        block["content"] = message.text
+    if message.is_error:
+        block["is_error"] = True
+    return block
+
+
+def assistant_blocks(message: AssistantMessage, model: str, *, replay: bool) -> list[Block]:
+    """The reply's blocks in their order: thinking as it came (when replayed), the text and
+    the calls from the message."""
+    layout = _layout(message.provider_details, model)
+    calls = {call.id: call for call in message.tool_calls}
+    blocks: list[Block] = []
+    text_sent = not message.text
+    for kept in layout:
+        match kept.get("type"):
+            case "thinking" | "redacted_thinking" if replay:
+                blocks.append(dict(kept))
+            case "text" if not text_sent:
+                blocks.append({"type": "text", "text": message.text})
+                text_sent = True
+            case "tool_use" if kept.get("id") in calls:
+                blocks.append(_tool_use(calls.pop(kept["id"])))
+    if not text_sent:
+        blocks.append({"type": "text", "text": message.text})
+    blocks.extend(_tool_use(call) for call in calls.values())
+    return blocks
+
+
+def _layout(details: Mapping[str, Any] | None, model: str) -> list[Mapping[str, Any]]:
+    """Signatures are checked by the model that wrote them: another model gets none."""
+    mine = (details or {}).get(DETAILS)
+    if not isinstance(mine, Mapping) or mine.get("model") != model:
+        return []
+    content = mine.get("content")
+    if not isinstance(content, list):
+        return []
+    return [block for block in content if isinstance(block, Mapping)]
+
+
+def _tool_use(call: ToolCall) -> Block:
+    """The API takes the input as an object; arguments that were not one go back as text
+    under `arguments`, so nothing the model wrote is lost."""
+    try:
+        parsed = json.loads(call.arguments or "{}")
+    except ValueError:
+        parsed = None
+    arguments = parsed if isinstance(parsed, dict) else {"arguments": call.arguments}
+    return {"type": "tool_use", "id": call.id, "name": call.name, "input": arguments}
+
+
+def _tool(spec: ToolSpec) -> Block:
+    return {
+        "name": spec.name,
+        "description": spec.description,
+        "input_schema": dict(spec.parameters),
+    }
+
+
+# Response: events into deltas, blocks into a whole response.
+
+
+@dataclass(frozen=True, kw_only=True)
+class _Opened:
+    stream: Events
+    first: RawMessageStreamEvent | None
+
+
+async def _first_event(stream: Events) -> _Opened:
+    """Read one event while retrying is still safe; a failure here closes the stream."""
+    try:
+        with _translated():
+            first = await anext(aiter(stream), None)
+    except BaseException:
+        await stream.close()
+        raise
+    return _Opened(stream=stream, first=first)
+
+
+async def _events(opened: _Opened) -> AsyncIterator[RawMessageStreamEvent]:
+    if opened.first is None:
+        return
+    yield opened.first
+    with _translated():
+        async for event in opened.stream:
+            yield event
+
+
+@dataclass(kw_only=True)
+class _Part:
+    """One content block as it streams."""
+
+    block: Block
+    text: list[str] = field(default_factory=list)
+
+
+@dataclass(kw_only=True)
+class _Tokens:
+    input: object = None
+    cache_read: object = 0
+    cache_write: object = 0
+    output: object = None
+
+    def update(self, usage: Any) -> None:
+        for name, attribute in (("input", "input_tokens"), ("output", "output_tokens"),
+                                ("cache_read", "cache_read_input_tokens"),
+                                ("cache_write", "cache_creation_input_tokens")):  # fmt: skip
+            value = getattr(usage, attribute, None)
+            if value is not None:
+                setattr(self, name, value)
+
+    def usage(self) -> Usage | None:
+        if self.input is None and self.output is None:
+            return None
+        parts = (self.input, self.cache_read or 0, self.cache_write or 0)
+        counts = [sane_count(part) for part in parts]
+        prompt: object = sum(c for c in counts if c is not None) if None not in counts else -1
+        return usage_checked(prompt, self.output, self.cache_read or 0)
+
+
+@dataclass(kw_only=True)
+class _Assembly:
+    """A builder, so mutable: the stream's blocks gathered until `message_stop`."""
+
+    model: str
+    parts: dict[int, _Part] = field(default_factory=dict)
+    tokens: _Tokens = field(default_factory=_Tokens)
+    stop_reason: str | None = None
+    finished: bool = False
+
+    def feed(self, event: RawMessageStreamEvent) -> list[StreamEvent]:
+        match event:
+            case RawMessageStartEvent(message=message):
+                self.tokens.update(message.usage)
+            case RawContentBlockStartEvent(index=index, content_block=block):
+                self.parts[index] = _Part(block=_started(block))
+            case RawContentBlockDeltaEvent(index=index, delta=delta):
+                return self._delta(index, delta)
+            case RawContentBlockStopEvent():
+                pass
+            case RawMessageDeltaEvent(delta=delta, usage=usage):
+                self.stop_reason = delta.stop_reason or self.stop_reason
+                self.tokens.update(usage)
+            case RawMessageStopEvent():
+                self.finished = True
+        return []
+
+    def _delta(self, index: int, delta: Any) -> list[StreamEvent]:
+        part = self.parts.get(index)
+        if part is None:
+            raise ProviderError(
+                f"the provider sent a delta for block {index}, which never started",
+                code="server_error",
+            )
+        match delta:
+            case SdkTextDelta(text=text):
+                part.text.append(text)
+                return [TextDelta(text=text)] if text else []
+            case ThinkingDelta(thinking=text):
+                part.text.append(text)
+                return [ReasoningDelta(text=text)] if text else []
+            case SignatureDelta(signature=signature):
+                part.block["signature"] = part.block.get("signature", "") + signature
+            case InputJSONDelta(partial_json=fragment):
+                part.text.append(fragment)
+        return []
+
+    def response(self) -> ModelResponse:
+        text: list[str] = []
+        thinking: list[str] = []
+        calls: list[ToolCall] = []
+        layout: list[Block] = []
+        for index in sorted(self.parts):
+            part = self.parts[index]
+            block, joined = part.block, "".join(part.text)
+            match block.get("type"):
+                case "text":
+                    text.append(joined)
+                    layout.append({"type": "text"})
+                case "thinking":
+                    thinking.append(joined)
+                    layout.append({**block, "thinking": joined})
+                case "redacted_thinking":
+                    layout.append(block)
+                case "tool_use":
+                    calls.append(_call(block, joined))
+                    layout.append({"type": "tool_use", "id": block["id"]})
+        replayable = any(b["type"] in ("thinking", "redacted_thinking") for b in layout)
+        details = {DETAILS: {"model": self.model, "content": layout}} if replayable else None
+        reason = self.stop_reason
+        return ModelResponse(
+            text="".join(text),
+            tool_calls=tuple(calls),
+            reasoning="\n\n".join(t for t in thinking if t) or None,
+            usage=self.tokens.usage(),
+            finish_reason=STOP_REASONS.get(reason, reason) if reason else None,
+            provider_details=details,
+        )
+
+
+def _started(block: Any) -> Block:
+    match block:
+        case SdkTextBlock():
+            return {"type": "text"}
+        case ThinkingBlock(signature=signature):
+            return {"type": "thinking", "thinking": "", "signature": signature or ""}
+        case RedactedThinkingBlock(data=data):
+            return {"type": "redacted_thinking", "data": data}
+        case ToolUseBlock(id=call_id, name=name):
+            return {"type": "tool_use", "id": call_id, "name": name}
+    kind = getattr(block, "type", "unknown")
+    raise ProviderError(f"the reply holds a {kind} block, which Horsie cannot carry",
+                        code="unsupported")  # fmt: skip
+
+
+def _call(block: Block, arguments: str) -> ToolCall:
+    """The streamed JSON of the input, or `{}` for a call that streamed no input."""
+    return ToolCall(id=str(block["id"]), name=str(block["name"]), arguments=arguments or "{}")
+
+
+# Errors: SDK and transport exceptions into ProviderError codes.
+
+
+@contextlib.contextmanager
+def _translated() -> Iterator[None]:
+    try:
+        yield
+    except (anthropic.APIError, httpx.HTTPError) as error:
+        raise _provider_error(error) from error
+    except json.JSONDecodeError as error:  # an event that is not JSON: the SDK's own parse
+        raise ProviderError(
+            f"the provider sent a malformed stream event: {error}", code="server_error"
+        ) from error
+
+
+def _provider_error(error: anthropic.APIError | httpx.HTTPError) -> ProviderError:
+    if isinstance(error, anthropic.APITimeoutError | httpx.TimeoutException):
+        return ProviderError(str(error), code="timeout", retryable=True)
+    if isinstance(error.__cause__, ProviderError):  # refused before connecting
+        return error.__cause__
+    if isinstance(error, anthropic.APIConnectionError | httpx.TransportError):
+        return ProviderError(str(error), code="connection", retryable=True)
+    if isinstance(error, anthropic.APIStatusError):
+        inner = error.body.get("error") if isinstance(error.body, dict) else None
+        status = error.status_code
+        if status < 400 and isinstance(inner, dict):  # an error event inside the stream
+            status = ERROR_STATUS.get(str(inner.get("type")), 500)
+        failed = _status_error(status, _said(inner))
+        failed.retry_after = retry_after(error.response.headers)
+        return failed
+    return ProviderError(str(error), code="unknown")
