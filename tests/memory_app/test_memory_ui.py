@@ -76,7 +76,9 @@ def test_the_panel_switches_spaces_through_the_service(login, selected, space, t
     selected.refresh_from_db()
     assert selected.memory == [{"space": space.pk, "mode": "read"}]
     (notice,) = memory_notices(selected)[-1:]
-    assert "switched off `tight`" in notice.content and "`conventions` is now read" in notice.content
+    assert (
+        "switched off `tight`" in notice.content and "`conventions` is now read" in notice.content
+    )
     assert "tight" not in panel_of(off.content.decode()).split("Add a space")[0]
 
     added = bob.post(url, {f"mode_{space.pk}": "read", "add": other.pk, "add_mode": "write"})
@@ -106,7 +108,10 @@ def test_charlie_gets_404_on_the_panel(login, selected, space):
     charlie = login("charlie")
     assert charlie.get(f"/sessions/{selected.pk}/").status_code == 404
     assert charlie.get(f"/sessions/{selected.pk}/meter/").status_code == 404
-    assert charlie.post(f"/sessions/{selected.pk}/memory/", {f"mode_{space.pk}": ""}).status_code == 404
+    assert (
+        charlie.post(f"/sessions/{selected.pk}/memory/", {f"mode_{space.pk}": ""}).status_code
+        == 404
+    )
     selected.refresh_from_db()
     assert len(selected.memory) == 2
 
