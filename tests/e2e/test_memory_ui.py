@@ -21,8 +21,15 @@ from .conftest import logged_in, watching
 
 pytestmark = pytest.mark.e2e
 
-SCRIPT = [{"text": "Noted.", "repeat": True,
-           "usage": {"prompt_tokens": 600, "completion_tokens": 5, "total_tokens": 605}}]  # fmt: skip
+USAGE = {"prompt_tokens": 600, "completion_tokens": 5, "total_tokens": 605}
+LEARNED = "Stations are twelve miles apart."
+WRITE = {"command": "create", "path": "/memories/decisions/Stations.md", "file_text": LEARNED}
+SCRIPT = [
+    # The first turn: the agent writes a note into `decisions` (selected read and write).
+    {"tool_calls": [{"id": "c-mem", "name": "memory", "arguments": json.dumps(WRITE)}],
+     "usage": USAGE},
+    {"text": "Noted.", "repeat": True, "usage": USAGE},
+]  # fmt: skip
 SCREENSHOT = Path(__file__).resolve().parents[2] / "docs" / "memory.png"
 OLD = "Indent with tabs."
 NEW = "Indent with four spaces; never tabs."
@@ -77,10 +84,18 @@ def test_a_note_edited_on_the_space_page_reaches_the_next_call(
 ):
     from playwright.sync_api import expect
 
-    say(horsie, session, "What are our conventions?")
-    assert OLD in system_of_last_call(model_server)
-
     page = logged_in(browser, horsie, "bob", {"width": 1280, "height": 900})
+    page.goto(f"{horsie.url}/memory/{spaces['decisions']}/")
+    expect(page.locator(".memory-note")).to_have_count(3)
+    say(horsie, session, "What are our conventions? Note how far apart stations are.")
+    assert OLD in system_of_last_call(model_server)
+    # The agent's write shows up on bob's open page, marked with its session.
+    written = page.locator(".memory-note", has_text=LEARNED)
+    expect(written).to_be_visible()
+    expect(written.locator("a.by-session")).to_have_text(f"session #{session}")
+    expect(written.locator(".agent-write")).to_be_visible()
+    page.screenshot(path=str(tmp_path / "space.png"), full_page=True)
+
     page.goto(f"{horsie.url}/memory/{spaces['conventions']}/")
     card = page.locator(f"#note-{spaces['style']['id']}")
     card.get_by_role("button", name="Edit").click()
@@ -93,9 +108,6 @@ def test_a_note_edited_on_the_space_page_reaches_the_next_call(
     system = system_of_last_call(model_server)
     assert NEW in system and OLD not in system
 
-    page.goto(f"{horsie.url}/memory/{spaces['decisions']}/")
-    expect(page.locator("#left-out")).to_contain_text("Outside its budget")
-    page.screenshot(path=str(tmp_path / "space.png"), full_page=True)
     page.context.close()
 
 
@@ -127,4 +139,20 @@ def test_switching_a_space_off_in_the_panel_leaves_the_next_call(
     system = system_of_last_call(model_server)
     assert "Space `conventions`" not in system and NEW not in system
     assert "Space `decisions`" in system
+    page.context.close()
+
+
+def test_the_new_session_form_prices_the_selection_as_it_changes(browser, horsie, spaces):
+    from playwright.sync_api import expect
+
+    page = logged_in(browser, horsie, "alice")
+    page.goto(f"{horsie.url}/sessions/new/")
+    cost = page.locator("#memory-cost")
+    expect(cost).to_contain_text("No memory selected")
+    page.get_by_label("decisions", exact=True).select_option("read")
+    expect(cost).to_contain_text("Memory in every call")
+    expect(cost).to_contain_text("of 8,000")
+    expect(cost.locator(".memory-cut")).to_contain_text("of decisions")
+    page.get_by_label("decisions", exact=True).select_option("")
+    expect(cost).to_contain_text("No memory selected")
     page.context.close()
