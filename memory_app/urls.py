@@ -11,6 +11,7 @@ urlpatterns = [
     path("import/", views.space_import, name="import"),
     path("preview/", views.note_preview, name="preview"),
     path("<int:space_id>/", views.space_detail, name="space"),
+    path("<int:space_id>/live/", views.space_live, name="space-live"),
     path("<int:space_id>/settings/", views.space_edit, name="space-edit"),
     path("<int:space_id>/delete/", views.space_delete, name="space-delete"),
     path("<int:space_id>/export/", views.space_export, name="export"),

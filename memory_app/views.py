@@ -21,7 +21,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from django_htmx.http import HttpResponseClientRedirect, reswap, retarget
 
 from horsie_site.inputs import INT_MAX, bounded_int
-from memory_app import api, services
+from memory_app import api, panels, services
 from memory_app.forms import SpaceForm, SpaceSettingsForm
 from memory_app.models import MemoryNote, MemorySpace
 from memory_app.selectors import (
@@ -132,10 +132,12 @@ def space_import(request: HttpRequest) -> HttpResponse:
 
 
 def space_context(space: MemorySpace, q: str = "", **extra: Any) -> dict[str, Any]:
+    budget = panels.space_budget(space)
     notes = [
-        {"note": note, "tokens": note_tokens(note.title, note.body)}
-        for note in notes_of(space, q=q)
-    ]
+        {"note": note, "tokens": note_tokens(note.title, note.body),
+         "left_out": note.title in budget["left_out"]}
+        for note in notes_of(space, q=q).select_related("updated_by_session")
+    ]  # fmt: skip
     total = (
         sum(row["tokens"] for row in notes) if not q else space_costs([space])[space.pk]["tokens"]
     )
@@ -144,6 +146,8 @@ def space_context(space: MemorySpace, q: str = "", **extra: Any) -> dict[str, An
         "notes": notes,
         "q": q,
         "tokens": total,
+        "budget": budget,
+        "stamp": panels.space_stamp(space),
         "settings_form": SpaceSettingsForm(
             initial={
                 "name": space.name,
@@ -163,6 +167,18 @@ def space_detail(request: HttpRequest, space_id: int) -> TemplateResponse:
     q = request.GET.get("q", "").strip()[:200]
     template = f"{SPACE}#note-list" if htmx(request) and "q" in request.GET else SPACE
     return TemplateResponse(request, template, space_context(space, q))
+
+
+@login_required
+@require_GET
+def space_live(request: HttpRequest, space_id: int) -> HttpResponse:
+    """The page's poll: nothing (204) while no note changed since `rev`; else the note list
+    and the cost, fresh, so an agent's write shows up marked with its session."""
+    space = access_memory_space(request.user, space_id)
+    if bounded_int(request.GET.get("rev"), high=INT_MAX) == panels.space_stamp(space):
+        return HttpResponse(status=204)
+    q = request.GET.get("q", "").strip()[:200]
+    return TemplateResponse(request, f"{SPACE}#notes-live", space_context(space, q))
 
 
 @login_required

@@ -32,20 +32,28 @@ from django_htmx.http import HttpResponseClientRedirect, trigger_client_event
 
 from harness.state import token_count
 from horsie_site.inputs import SEQ_MAX, bounded_int
-from sessions_app import api, branching, services
-from sessions_app.api import session_detail_json, session_json
+from memory_app import panels
+from memory_app.selectors import SelectionRefused
+from sessions_app import api, branching, services, stores
+from sessions_app.api import session_json
 from sessions_app.events import compacting_since
 from sessions_app.forms import SessionForm
 from sessions_app.journal import state_json, state_load
 from sessions_app.leases import status_of
 from sessions_app.models import Entry, Session
 from sessions_app.schemas import entry_out
-from sessions_app.selectors import access_session, entries_page, sessions_visible
+from sessions_app.selectors import (
+    access_session,
+    entries_page,
+    model_cards_visible,
+    sessions_visible,
+)
 from sessions_app.templatetags.compaction import line_diff, prompt_chart
 
 PAGE = 50
 LIST_LIMIT = 100
 DETAIL = "sessions_app/detail.html"
+NEW = "sessions_app/new.html"
 # Kinds the browser renders itself from a <template>, with textContent; the rest (markdown)
 # are fetched from the server already rendered.
 CLIENT_KINDS = ("user", "command", "answer", "notice", "tool_result")
@@ -89,23 +97,45 @@ def session_new(request: HttpRequest) -> HttpResponse:
             form.add_error(None, str(error))
         else:
             return redirect("sessions:detail", session.pk)
-    return TemplateResponse(request, "sessions_app/new.html", {"form": form})
+    cost = memory_cost_of(request, request.POST)
+    return TemplateResponse(request, NEW, {"form": form, "cost": cost})
+
+
+@login_required
+@require_GET
+def session_new_cost(request: HttpRequest) -> TemplateResponse:
+    """What the new-session form's memory selection costs, against the chosen card's window."""
+    return TemplateResponse(
+        request, f"{NEW}#memory-cost", {"cost": memory_cost_of(request, request.GET)}
+    )
+
+
+def memory_cost_of(request: HttpRequest, data: Any) -> dict[str, Any]:
+    team = request.team  # type: ignore[attr-defined]
+    cards = model_cards_visible(request.user, team=team)
+    chosen = bounded_int(data.get("model"), low=1, high=SEQ_MAX)
+    card = cards.filter(pk=chosen).first() if chosen else cards.first()
+    window = card.context_window if card is not None else None
+    cost = panels.selection_cost(user=request.user, team=team, data=data, window=window)
+    return {**cost, "card": card}
 
 
 @login_required
 @require_GET
 def session_detail(request: HttpRequest, session_id: int) -> TemplateResponse:
     session = access_session(request.user, session_id)
-    return TemplateResponse(request, DETAIL, detail_context(session))
+    return TemplateResponse(request, DETAIL, detail_context(session, request.user))
 
 
-def detail_context(session: Session, **extra: Any) -> dict[str, Any]:
+def detail_context(session: Session, user: Any, **extra: Any) -> dict[str, Any]:
     marks = transcript_marks(session.pk)
     entries, has_more = page_before(session, None, marks)
-    detail = session_detail_json(session)
+    view = stores.session_view(session)
+    detail = session_json(session, view)
     meter = detail["context"]
     return {
         "session": session,
+        "memory": panels.session_panel(session, view.memory, user),
         "status": status_of(session),
         "context": meter,
         "failure": failure_of(session, detail["last_error"]),
@@ -233,10 +263,36 @@ def entry_detail(request: HttpRequest, session_id: int, seq: int) -> TemplateRes
 @require_GET
 def context_meter(request: HttpRequest, session_id: int) -> TemplateResponse:
     session = access_session(request.user, session_id)
-    detail = session_detail_json(session)
+    view = stores.session_view(session)
+    detail = session_json(session, view)
     failure = failure_of(session, detail["last_error"])
-    context = {"session": session, "context": detail["context"], "failure": failure}
+    memory = panels.session_panel(session, view.memory, request.user)
+    context = {"session": session, "context": detail["context"], "failure": failure,
+               "memory": memory}  # fmt: skip
     return TemplateResponse(request, f"{DETAIL}#meter-refresh", context)
+
+
+@login_required
+@require_POST
+def memory_change(request: HttpRequest, session_id: int) -> HttpResponse:
+    """Switch a space off, between read and write, or add one: the same check and service
+    as `PATCH /sessions/{id}`, so the change is a notice and applies from the next call."""
+    session = access_session(request.user, session_id)
+    error, status = "", 200
+    try:
+        panels.session_selection_change(session=session, user=request.user, data=request.POST)
+    except SelectionRefused as refused:
+        error, status = str(refused), 400
+    if not request.htmx and not error:  # type: ignore[attr-defined]
+        return redirect("sessions:detail", session.pk)
+    session.refresh_from_db()
+    view = stores.session_view(session)
+    memory = panels.session_panel(session, view.memory, request.user, error=error)
+    context = {"session": session, "memory": memory}
+    template = f"{DETAIL}#memory-panel" if request.htmx else DETAIL  # type: ignore[attr-defined]
+    if not request.htmx:  # type: ignore[attr-defined]
+        context = detail_context(session, request.user, memory=memory)
+    return TemplateResponse(request, template, context, status=status)
 
 
 def failure_of(session: Session, last_error: dict[str, Any] | None) -> dict[str, Any] | None:
@@ -285,7 +341,7 @@ def send_refused(
         return TemplateResponse(
             request, f"{DETAIL}#composer-error", {"error": error}, status=status
         )
-    context = detail_context(session, error=error, draft=text)
+    context = detail_context(session, request.user, error=error, draft=text)
     return TemplateResponse(request, DETAIL, context, status=status)
 
 
@@ -316,7 +372,7 @@ def answer_refused(
     if request.htmx:  # type: ignore[attr-defined]
         context = {"answer_error": answer_error, "question": {"id": question}}
         return TemplateResponse(request, f"{DETAIL}#answer-error", context, status=status)
-    context = detail_context(session, answer_error=answer_error)
+    context = detail_context(session, request.user, answer_error=answer_error)
     return TemplateResponse(request, DETAIL, context, status=status)
 
 
@@ -425,5 +481,5 @@ def form_refused(
     if request.htmx:  # type: ignore[attr-defined]
         context = {"failed": failed, "form": failed["form"], "key": failed["key"]}
         return TemplateResponse(request, f"{DETAIL}#form-error", context, status=status)
-    context = detail_context(session, failed=failed)
+    context = detail_context(session, request.user, failed=failed)
     return TemplateResponse(request, DETAIL, context, status=status)

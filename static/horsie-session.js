@@ -304,6 +304,17 @@
     if (!form.classList.contains("sending")) submitInline(form, event.submitter);
   });
 
+  // --- the memory panel: a refresh never throws away a choice not applied yet -------------
+
+  function memoryChoicePending() {
+    const panel = document.getElementById("memory-panel");
+    return !!panel && [...panel.querySelectorAll("option")].some((o) => o.selected !== o.defaultSelected);
+  }
+
+  document.body.addEventListener("htmx:oobBeforeSwap", (event) => {
+    if (event.detail.target.id === "memory-panel" && memoryChoicePending()) event.preventDefault();
+  });
+
   // --- the state panel ------------------------------------------------------------------
 
   const lists = {
