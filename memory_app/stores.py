@@ -33,6 +33,19 @@ def note_value(note: MemoryNote) -> core.MemoryNote:
     )
 
 
+def space_value(space: MemorySpace, mode: str) -> core.MemorySpace:
+    """One space as the core sees it, its notes read now (for pages; turns use
+    `spaces_now`)."""
+    return core.MemorySpace(
+        id=space.pk,
+        name=space.name,
+        description=space.description,
+        mode="write" if mode == "write" else "read",
+        budget_tokens=space.budget_tokens,
+        notes=notes_read([space.pk])[space.pk],
+    )
+
+
 Stamp = tuple[int, int, Any]
 _NOTES: dict[int, tuple[Stamp, tuple[core.MemoryNote, ...]]] = {}
 
