@@ -83,6 +83,11 @@ def htmx(request: HttpRequest) -> bool:
     return bool(getattr(request, "htmx", False))
 
 
+def shown_status(request: HttpRequest, status: int) -> int:
+    """htmx swaps only 2xx, 400 and 413: other refusals reach it as 200, saying so."""
+    return 200 if htmx(request) and status not in (400, 413) else status
+
+
 def go(request: HttpRequest, url: str) -> HttpResponse:
     return HttpResponseClientRedirect(url) if htmx(request) else redirect(url)
 
@@ -169,8 +174,10 @@ def item_new(request: HttpRequest, key: str) -> HttpResponse:
         status = 400
     context = list_context(request, failed=form)
     template = f"{LIST}#new-form" if htmx(request) else LIST
-    return TemplateResponse(request, template, {**context, "section": context["sections"][key]},
-                            status=status)  # fmt: skip
+    section = context["sections"][key]
+    return TemplateResponse(
+        request, template, {**context, "section": section}, status=shown_status(request, status)
+    )
 
 
 @login_required
@@ -187,7 +194,9 @@ def skill_import(request: HttpRequest) -> HttpResponse:
     except services.ServiceError as error:
         template = f"{LIST}#import-form" if htmx(request) else LIST
         context = list_context(request, import_error=str(error))
-        return TemplateResponse(request, template, context, status=error.status)
+        return TemplateResponse(
+            request, template, context, status=shown_status(request, error.status)
+        )
     return go(request, f"{reverse('skills:list')}?imported={len(skills)}")
 
 

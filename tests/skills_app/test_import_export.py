@@ -135,7 +135,7 @@ def test_path_tricks_are_refused_and_named(client, personas, path):
 
 def test_a_symlink_is_refused(client, personas):
     link = zipfile.ZipInfo("a/link")
-    link.external_attr = (0o120777 << 16)
+    link.external_attr = 0o120777 << 16
     refused = upload(client, personas, zipped({"a/SKILL.md": skill_md("a"), link: "/etc/passwd"}))
     assert refused.status_code == 400 and "a/link" in refused.json()["detail"]
     assert nothing_imported()
