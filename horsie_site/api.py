@@ -80,6 +80,7 @@ def http_error(request: HttpRequest, exc: HttpError) -> HttpResponse:
 api.add_router("/", "sessions_app.api.router")
 api.add_router("/", "teams_app.api.router")
 api.add_router("/", "memory_app.api.router")
+api.add_router("/", "skills_app.api.router")
 
 
 API_PREFIX = "/api/"

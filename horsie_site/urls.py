@@ -15,5 +15,6 @@ urlpatterns = [
     path("password/", PasswordChange.as_view(), name="password_change"),
     path("teams/", include("teams_app.urls")),
     path("memory/", include("memory_app.urls")),
+    path("skills/", include("skills_app.urls")),
     path("", include("sessions_app.urls")),
 ]

@@ -47,6 +47,8 @@ from sessions_app.schemas import (
     session_out,
 )
 from sessions_app.waiting import wait_settled
+from skills_app.selectors import SelectionRefused as SkillSelectionRefused
+from skills_app.selectors import selection_check as skills_selection_check
 from teams_app.models import Team
 from teams_app.selectors import team_for_create
 
@@ -125,16 +127,21 @@ def selections_check(
     fields: dict[str, Any], *, user: Any, team: Team, current: list[Any] | None = None
 ) -> None:
     """Memory spaces must be the user's to see and in the team (`current`: the selection
-    being changed, whose spaces may stay); skills and friends must exist, and none can be
-    selected until they do."""
+    being changed, whose spaces may stay); skills, bundles and subagent types must exist and
+    be the team's; no MCP server can be selected until they exist."""
     if fields.get("memory"):
         try:
             memory_selection_check(user=user, team=team, items=fields["memory"], keep=current or [])
         except SelectionRefused as refused:
             raise HttpError(400, str(refused)) from None
-    for name in ("skills", "bundles", "subagent_types", "mcp_servers"):
+    for name in ("skills", "bundles", "subagent_types"):
         if fields.get(name):
-            raise HttpError(400, f"No such {name.replace('_', ' ')} item: {fields[name][0]}.")
+            try:
+                skills_selection_check(user=user, team=team, field=name, ids=fields[name])
+            except SkillSelectionRefused as refused:
+                raise HttpError(400, str(refused)) from None
+    if fields.get("mcp_servers"):
+        raise HttpError(400, f"No such MCP server: {fields['mcp_servers'][0]}.")
 
 
 @router.get("/presets", response={200: list[PresetOut], **ERRORS}, tags=["presets"])

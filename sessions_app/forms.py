@@ -13,6 +13,7 @@ from django.conf import settings
 
 from memory_app.selectors import space_costs, spaces_visible
 from sessions_app.selectors import model_cards_visible
+from skills_app.selectors import bundles_visible, skills_visible
 
 MEMORY_MODES = [("", "off"), ("read", "read"), ("write", "read and write")]
 
@@ -33,6 +34,20 @@ def memory_fields(form: forms.Form, *, user: Any, team: Any, selected: list[Any]
             help_text=f"{cost['notes']} notes, about {cost['tokens']:,} tokens "
             f"(budget {space.budget_tokens:,})",
         )
+
+
+def skills_fields(form: forms.Form, *, user: Any, team: Any) -> None:
+    """The team's skills and bundles, to check; `clean` turns them into id lists."""
+    for name, rows in (("skills", skills_visible), ("bundles", bundles_visible)):
+        form.fields[name] = forms.ModelMultipleChoiceField(
+            queryset=rows(user, team=team) if team is not None else rows(user).none(),
+            required=False, widget=forms.CheckboxSelectMultiple,
+        )  # fmt: skip
+        form.fields[name].label_from_instance = described  # type: ignore[attr-defined]
+
+
+def described(item: Any) -> str:
+    return f"{item.name} — {item.description}" if item.description else item.name
 
 
 def memory_selection(cleaned: dict[str, Any]) -> list[dict[str, Any]]:
@@ -66,14 +81,21 @@ class SessionForm(forms.Form):
         self.fields["model"].queryset = model_cards_visible(user, team=team)  # type: ignore[attr-defined]
         self.fields["system_prompt"].initial = settings.HORSIE["DEFAULT_SYSTEM_PROMPT"]
         memory_fields(self, user=user, team=team, selected=[])
+        skills_fields(self, user=user, team=team)
 
     def clean(self) -> dict[str, Any]:
         cleaned = super().clean() or {}
         cleaned["memory"] = memory_selection(cleaned)
+        for name in ("skills", "bundles"):
+            cleaned[name] = [item.pk for item in cleaned.get(name) or []]
         return cleaned
 
     def other_fields(self) -> list[Any]:
-        return [field for field in self if not field.name.startswith("memory_")]
+        return [
+            field
+            for field in self
+            if not field.name.startswith("memory_") and field.name not in ("skills", "bundles")
+        ]
 
     def memory_choices(self) -> list[Any]:
         return [field for field in self if field.name.startswith("memory_")]

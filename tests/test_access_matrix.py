@@ -113,6 +113,10 @@ def object_ids(objects: dict[str, Any]) -> dict[str, Any]:
         "space_id": objects["space"].pk,
         "note_id": objects["note"].pk,
         "rev": 1,
+        "skill_id": objects["skill"].pk,
+        "bundle_id": objects["bundle"].pk,
+        "command_id": objects["command"].pk,
+        "type_id": objects["subagent_type"].pk,
     }
 
 
@@ -217,6 +221,7 @@ def objects(personas, card, monkeypatch, settings):
     space = memory.space_create(user=alice, team=personas["acme"], name=f"{MARK} space")
     note = memory.note_create(space=space, title=f"{MARK} note", body=MARK, user=alice)
     return {
+        **skills_objects(alice, personas["acme"]),
         "card": card,
         "preset": preset,
         "session": session,
@@ -227,6 +232,24 @@ def objects(personas, card, monkeypatch, settings):
         "space": space,
         "note": note,
     }
+
+
+def skills_objects(alice: Any, team: Any) -> dict[str, Any]:
+    """A skill in a bundle, a slash command and a subagent type of acme's (slug names: the
+    mark is in their descriptions)."""
+    from skills_app import services as skills
+
+    skill = skills.skill_create(user=alice, team=team,
+                                fields={"name": "acme-skill", "description": f"{MARK} skill"})  # fmt: skip
+    return {
+        "skill": skill,
+        "bundle": skills.bundle_create(user=alice, team=team, fields={
+            "name": f"{MARK} bundle", "description": MARK, "skills": [skill.pk]}),
+        "command": skills.command_create(user=alice, team=team, fields={
+            "name": "acme-command", "description": MARK, "template": f"{MARK} $ARGUMENTS"}),
+        "subagent_type": skills.subagent_type_create(user=alice, team=team, fields={
+            "name": "acme-type", "description": MARK, "system_prompt": MARK}),
+    }  # fmt: skip
 
 
 def as_persona(client, personas, persona: str):

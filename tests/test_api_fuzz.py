@@ -71,7 +71,7 @@ def acme(db, personas, card, monkeypatch):
     space = memory.space_create(user=personas["alice"][0], team=personas["acme"], name="Space")
     note = memory.note_create(space=space, title="Note", body="text", user=personas["alice"][0])
     ids = {"card_id": card.pk, "preset_id": preset.pk, "session_id": session.pk,
-           "space_id": space.pk, "note_id": note.pk, "rev": 1}  # fmt: skip
+           "space_id": space.pk, "note_id": note.pk, "rev": 1, **skills_ids(personas, card)}  # fmt: skip
     # As Django's test client does: a request must not close the test's connection.
     signals = (request_started, request_finished)
     for signal in signals:
@@ -79,6 +79,27 @@ def acme(db, personas, card, monkeypatch):
     yield {"ids": ids, "token": personas["bob"][1]}
     for signal in signals:
         signal.connect(close_old_connections)
+
+
+def skills_ids(personas, card):
+    """A skill with a file in a bundle, a slash command and a subagent type of acme's."""
+    from skills_app import services as skills
+
+    alice, acme = personas["alice"][0], personas["acme"]
+    skill = skills.skill_create(
+        user=alice,
+        team=acme,
+        fields={"name": "skill", "description": "A skill.", "body": "text", "files": {"a.md": "a"}},
+    )
+    bundle = skills.bundle_create(user=alice, team=acme, fields={"name": "B", "skills": [skill.pk]})
+    command = skills.command_create(
+        user=alice, team=acme, fields={"name": "cmd", "template": "Do $ARGUMENTS"}
+    )
+    kind = skills.subagent_type_create(
+        user=alice, team=acme, fields={"name": "kind", "description": "A type.", "model": card}
+    )
+    return {"skill_id": skill.pk, "bundle_id": bundle.pk, "command_id": command.pk,
+            "type_id": kind.pk}  # fmt: skip
 
 
 @schema.parametrize()
