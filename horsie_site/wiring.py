@@ -105,8 +105,11 @@ def ruler_for(card: Any) -> tuple[Capabilities, TokenCounter]:
 
 
 def tools_for(session: Any) -> dict[str, Tool]:
-    """The built-in tools a session offers; `memory` when it selected a memory space."""
-    return builtin_tools(memory=bool(session.memory))
+    """The built-in tools a session offers; `memory` when it selected a memory space,
+    `load_skill` when it selected skills (or bundles of them)."""
+    return builtin_tools(
+        memory=bool(session.memory), skills=bool(session.skills or session.bundles)
+    )
 
 
 def turn_config(session: Any) -> TurnConfig:

@@ -17,6 +17,7 @@ from sessions_app.models import Entry, Session
 from sessions_app.selectors import ROW_FIELDS, context_entries_now, row_entry
 from sessions_app.services import entry_append, turn_boundary
 from sessions_app.threads import db
+from skills_app.stores import skills_now
 
 
 def log_entry(row: Entry) -> LogEntry:
@@ -106,4 +107,5 @@ def session_view(session: Session, upto: int | None = None) -> SessionView:
         counter=counter,
         policy=wiring.policy_for(session),
         memory=spaces_now(session.pk),
+        skills=skills_now(session),
     )

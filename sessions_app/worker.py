@@ -30,6 +30,7 @@ from sessions_app.models import Session
 from sessions_app.services import entry_append, session_release
 from sessions_app.stores import OrmTranscriptStore, session_view
 from sessions_app.threads import db
+from skills_app.stores import OrmSkillSource
 
 log = logging.getLogger(__name__)
 
@@ -42,6 +43,7 @@ def turn_setup(session_id: int, lease: str) -> tuple[TurnConfig, Deps]:
         provider=wiring.provider_for(session.model),
         tools=wiring.tools_for(session),
         memory=OrmMemorySource(),
+        skills=OrmSkillSource(),
     )
     return wiring.turn_config(session), deps
 

@@ -17,6 +17,7 @@ from typing import IO, Any
 
 from django.db import IntegrityError, models, transaction
 
+from harness.commands import BUILTINS
 from horsie_site.inputs import text_problem
 from sessions_app.models import AgentPreset, ModelCard, Session
 from sessions_app.services import InputTooLarge, InvalidInput, ServiceError, entry_append
@@ -25,7 +26,7 @@ from skills_app.models import Bundle, Skill, SlashCommand, SubagentType
 from teams_app.models import Team
 
 # The composer's own commands: a team's command may not take one of these names.
-BUILT_IN_COMMANDS = frozenset({"help", "compact", "summary-n-fork", "handoff", "rewind"})
+BUILT_IN_COMMANDS = frozenset(command.name for command in BUILTINS)
 NAME = re.compile(r"[a-z0-9][a-z0-9_-]{0,63}")
 NAME_RULE = "1 to 64 lowercase letters, digits, `-` or `_`, starting with a letter or digit"
 TOOL = re.compile(r"[A-Za-z0-9_.-]{1,128}")
