@@ -32,7 +32,7 @@ from django_htmx.http import HttpResponseClientRedirect, trigger_client_event
 
 from harness.state import token_count
 from horsie_site.inputs import SEQ_MAX, bounded_int
-from sessions_app import api, branching, services
+from sessions_app import api, branching, services, usage
 from sessions_app.api import session_detail_json, session_json
 from sessions_app.events import compacting_since
 from sessions_app.forms import SessionForm
@@ -108,6 +108,8 @@ def detail_context(session: Session, **extra: Any) -> dict[str, Any]:
         "session": session,
         "status": status_of(session),
         "context": meter,
+        "usage": detail["usage"],
+        "usage_total": usage.overall(detail["usage"]),
         "failure": failure_of(session, detail["last_error"]),
         "compacting_since": compacting_since(session.pk),
         "marks": marks,
@@ -235,7 +237,13 @@ def context_meter(request: HttpRequest, session_id: int) -> TemplateResponse:
     session = access_session(request.user, session_id)
     detail = session_detail_json(session)
     failure = failure_of(session, detail["last_error"])
-    context = {"session": session, "context": detail["context"], "failure": failure}
+    context = {
+        "session": session,
+        "context": detail["context"],
+        "usage": detail["usage"],
+        "usage_total": usage.overall(detail["usage"]),
+        "failure": failure,
+    }
     return TemplateResponse(request, f"{DETAIL}#meter-refresh", context)
 
 
