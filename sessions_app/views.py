@@ -38,7 +38,7 @@ from sessions_app.events import compacting_since
 from sessions_app.forms import SessionForm
 from sessions_app.journal import state_json, state_load
 from sessions_app.leases import status_of
-from sessions_app.models import Entry, Session
+from sessions_app.models import LOCAL_NOTE, Entry, Session
 from sessions_app.schemas import entry_out
 from sessions_app.selectors import access_session, entries_page, sessions_visible
 from sessions_app.templatetags.compaction import line_diff, prompt_chart
@@ -89,7 +89,8 @@ def session_new(request: HttpRequest) -> HttpResponse:
             form.add_error(None, str(error))
         else:
             return redirect("sessions:detail", session.pk)
-    return TemplateResponse(request, "sessions_app/new.html", {"form": form})
+    context = {"form": form, "local_note": LOCAL_NOTE}
+    return TemplateResponse(request, "sessions_app/new.html", context)
 
 
 @login_required
