@@ -1,4 +1,4 @@
-""" "Test connection": one tiny call through the card, exactly as a turn would make it.
+"""Test connection: one tiny call through the card, exactly as a turn would make it.
 
 The call goes through `wiring.provider_for` (so every outbound rule and the card's key apply)
 and `harness.providers.base.complete`, with a one-word prompt, at most `PROBE_OUTPUT` output

@@ -1,4 +1,4 @@
-""""Test connection" against a real OpenAI-compatible server process: the one tiny call the
+"""Test connection against a real OpenAI-compatible server process: the one tiny call the
 card makes (its body, its key), what the server lists about itself, and its error message."""
 
 from __future__ import annotations
