@@ -14,7 +14,7 @@ from django.conf import settings
 
 from horsie_site.inputs import TOKENS_MAX
 from memory_app.selectors import space_costs, spaces_visible
-from sessions_app.models import REPLAY_RULES, WIRES
+from sessions_app.models import LOCAL_NOTE, REPLAY_RULES, WIRES
 from sessions_app.schemas import ModelCardIn
 from sessions_app.selectors import model_cards_visible
 
@@ -73,6 +73,10 @@ class SessionForm(forms.Form):
         super().__init__(*args, **kwargs)
         self.fields["model"].queryset = model_cards_visible(user, team=team)  # type: ignore[attr-defined]
         self.fields["model"].label_from_instance = card_label  # type: ignore[attr-defined]
+        if not self.fields["model"].queryset.exists():  # type: ignore[attr-defined]
+            # No card yet: the session gets the bundled one (`services.default_card`).
+            self.fields["model"].required = False
+            self.fields["model"].empty_label = f"Bundled SmolLM2 — {LOCAL_NOTE}"  # type: ignore[attr-defined]
         self.fields["system_prompt"].initial = settings.HORSIE["DEFAULT_SYSTEM_PROMPT"]
         memory_fields(self, user=user, team=team, selected=[])
 

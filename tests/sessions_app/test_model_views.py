@@ -181,11 +181,13 @@ def test_the_server_window_is_read_from_its_model_list():
 
 def test_the_new_session_form_recommends_a_real_model(client, personas):
     alice = browser(client, personas, "alice")
-    bundled = ModelCard.objects.create(
-        team=personas["acme"], name="SmolLM2", wire="local", model="smollm2-135m-instruct"
-    )
+    page = alice.get("/sessions/new/").content.decode()
+    assert "add a real model on the Models page" in page and "135M demo model" in page
+    response = alice.post("/sessions/new/", {"title": "First", "model": ""})
+    assert response.status_code == 302  # on the bundled card, made for the team
+    bundled = ModelCard.objects.get(team=personas["acme"], wire="local")
     page = alice.get("/sessions/new/").content.decode()
     assert "add a real model on the Models page" in page
-    assert f"SmolLM2 — {bundled.note}" in page
+    assert f"{bundled.name} — {bundled.note}" in page
     ModelCard.objects.create(team=personas["acme"], name="Real", wire="openai_chat", model="m")
     assert "add a real model" not in alice.get("/sessions/new/").content.decode()
