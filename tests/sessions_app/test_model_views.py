@@ -119,6 +119,9 @@ def test_a_member_edits_a_card_but_not_its_endpoint(client, personas, card, key)
 def test_a_member_adds_a_card_without_an_endpoint_but_not_with_one(client, personas, key):
     bob = browser(client, personas, "bob")
     assert bob.post("/models/new/", member_form()).status_code == 302
+    local = member_form(name="Local", wire="local", model="smollm2-135m-instruct")
+    assert bob.post("/models/new/", local).status_code == 302
+    assert ModelCard.objects.get(name="Local").base_url is None
     response = bob.post("/models/new/", form(name="With key", key=str(key.pk)))
     assert response.status_code == 403
     assert not ModelCard.objects.filter(name="With key").exists()
