@@ -18,14 +18,14 @@ from horsie_site.inputs import SEQ_MAX
 from memory_app import services as memory_services
 from memory_app.selectors import SelectionRefused
 from memory_app.selectors import selection_check as memory_selection_check
-from sessions_app import branching, cards, selectors, services, stores
+from sessions_app import branching, cards, selectors, services, stores, usage
 from sessions_app.commands import registry_of
 from sessions_app.journal import state_json, state_load
 from sessions_app.models import AgentPreset, ModelCard, Session
 from sessions_app.schemas import (
     AnswerIn,
-    CommandOut,
     CompactIn,
+    CompletionOut,
     ContextOut,
     Detail,
     EntriesOut,
@@ -111,6 +111,13 @@ def model_delete(request: HttpRequest, card_id: int) -> Any:
     return Status(204, None)
 
 
+@router.get("/team/usage", response={200: dict, **ERRORS}, tags=["models"])
+def team_usage(request: HttpRequest, team: str | None = Query(None, max_length=100)) -> Any:
+    """Tokens and cost of the team's model calls, the agent's apart from the harness's
+    (summaries), in all and per model card. Any member may read it."""
+    return usage.team_usage(team_for_create(request.user, team))
+
+
 # Presets -------------------------------------------------------------------------------
 
 
@@ -185,16 +192,25 @@ def preset_delete(request: HttpRequest, preset_id: int) -> Any:
 # Sessions ------------------------------------------------------------------------------
 
 
-def session_json(session: Session, view: SessionView | None = None) -> dict[str, Any]:
+def session_json(
+    session: Session,
+    view: SessionView | None = None,
+    counts: dict[str, dict[str, int]] | None = None,
+) -> dict[str, Any]:
     """The session; with its `view`, the meter shows the next context exactly as the context
-    view does. Without (a list), the last prompt's size from the session's state."""
+    view does. Without (a list), the last prompt's size from the session's state. `counts`:
+    its usage when the caller summed a page of sessions at once."""
     if view is None:
         state, _ = state_load(session.pk)
         policy = wiring.policy_for(session).within(state.effective_window)
         meter = context_meter(policy, state.last_prompt_tokens)
     else:
         meter = context_meter(view.policy, view.context.tokens, view.counter.describe())
-    return session_out(session, meter, selectors.last_error(session.pk))
+    if counts is None:
+        spent = usage.session_usage(session)
+    else:
+        spent = usage.priced(counts, session.model.prices)
+    return session_out(session, meter, selectors.last_error(session.pk), spent)
 
 
 def session_detail_json(session: Session) -> dict[str, Any]:
@@ -222,7 +238,9 @@ def session_list(
     q: str = Query("", max_length=200),
     limit: int = Query(100, ge=1, le=500),
 ) -> Any:
-    return [session_json(s) for s in selectors.sessions_visible(request.user, q=q)[:limit]]
+    sessions = list(selectors.sessions_visible(request.user, q=q)[:limit])
+    counts = usage.usage_by_session(s.pk for s in sessions)
+    return [session_json(s, counts=counts.get(s.pk) or usage.empty()) for s in sessions]
 
 
 @router.get("/sessions/{session_id}", response={200: dict, **ERRORS}, tags=["sessions"])
@@ -286,7 +304,7 @@ def message_post(
 
 @router.get(
     "/sessions/{session_id}/commands",
-    response={200: list[CommandOut], **ERRORS},
+    response={200: list[CompletionOut], **ERRORS},
     tags=["sessions"],
 )
 def command_list(request: HttpRequest, session_id: int) -> Any:

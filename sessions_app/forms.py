@@ -8,10 +8,14 @@ from __future__ import annotations
 
 from typing import Any
 
+import pydantic
 from django import forms
 from django.conf import settings
 
+from horsie_site.inputs import TOKENS_MAX
 from memory_app.selectors import space_costs, spaces_visible
+from sessions_app.models import LOCAL_NOTE, REPLAY_RULES, WIRES
+from sessions_app.schemas import ModelCardIn
 from sessions_app.selectors import model_cards_visible
 from skills_app.selectors import bundles_visible, skills_visible
 
@@ -58,6 +62,10 @@ def memory_selection(cleaned: dict[str, Any]) -> list[dict[str, Any]]:
     ]
 
 
+def card_label(card: Any) -> str:
+    return f"{card.name} — {card.note}" if card.note else str(card.name)
+
+
 class SessionForm(forms.Form):
     title = forms.CharField(
         max_length=200,
@@ -79,6 +87,11 @@ class SessionForm(forms.Form):
         kwargs.setdefault("label_suffix", "")
         super().__init__(*args, **kwargs)
         self.fields["model"].queryset = model_cards_visible(user, team=team)  # type: ignore[attr-defined]
+        self.fields["model"].label_from_instance = card_label  # type: ignore[attr-defined]
+        if not self.fields["model"].queryset.exists():  # type: ignore[attr-defined]
+            # No card yet: the session gets the bundled one (`services.default_card`).
+            self.fields["model"].required = False
+            self.fields["model"].empty_label = f"Bundled SmolLM2 — {LOCAL_NOTE}"  # type: ignore[attr-defined]
         self.fields["system_prompt"].initial = settings.HORSIE["DEFAULT_SYSTEM_PROMPT"]
         memory_fields(self, user=user, team=team, selected=[])
         skills_fields(self, user=user, team=team)
@@ -90,6 +103,11 @@ class SessionForm(forms.Form):
             cleaned[name] = [item.pk for item in cleaned.get(name) or []]
         return cleaned
 
+    def only_bundled(self) -> bool:
+        """The team has no model but the bundled demo one (or none yet: it gets that one)."""
+        cards = self.fields["model"].queryset  # type: ignore[attr-defined]
+        return not cards.exclude(wire="local").exists()
+
     def other_fields(self) -> list[Any]:
         return [
             field
@@ -99,3 +117,129 @@ class SessionForm(forms.Form):
 
     def memory_choices(self) -> list[Any]:
         return [field for field in self if field.name.startswith("memory_")]
+
+
+# Model cards ---------------------------------------------------------------------------
+
+# What the form says per wire: where the SDK goes when no base URL is given, and an example.
+WIRE_HINTS = {
+    "openai_chat": {
+        "base_url": "https://api.openai.com/v1",
+        "model": "gpt-4.1-mini",
+        "help": "OpenAI's chat completions, or any compatible server (vLLM, llama.cpp, Ollama): "
+        "give its base URL, e.g. http://127.0.0.1:8080/v1.",
+    },
+    "openai_responses": {
+        "base_url": "https://api.openai.com/v1",
+        "model": "gpt-5-mini",
+        "help": "OpenAI's Responses API; reasoning is kept encrypted and replayed on later calls.",
+    },
+    "anthropic": {
+        "base_url": "https://api.anthropic.com",
+        "model": "claude-sonnet-4-5",
+        "help": "Anthropic's Messages API; thinking blocks are replayed with their signatures.",
+    },
+    "local": {
+        "base_url": "",
+        "model": "smollm2-135m-instruct",
+        "help": "The bundled local model, run in this server: no key, no network.",
+    },
+}
+PRICE_FIELDS = ("input", "cached_input", "output")
+
+
+def price_field(label: str) -> forms.FloatField:
+    return forms.FloatField(
+        required=False,
+        min_value=0,
+        max_value=1_000_000,
+        label=label,
+        widget=forms.NumberInput(attrs={"step": "any", "placeholder": "—"}),
+    )
+
+
+class ModelCardForm(forms.Form):
+    """A model card as a person types it; `card_fields` gives the API's fields, checked by
+    the API's own schema (`ModelCardIn`), so both refuse the same input the same way. The
+    endpoint fields are admin-only; the view leaves them out when the form did not send them
+    (a member sees them read-only), and the card service refuses a member who sends them."""
+
+    name = forms.CharField(max_length=100)
+    wire = forms.ChoiceField(choices=WIRES)
+    model = forms.CharField(max_length=200, label="Model id")
+    base_url = forms.CharField(max_length=500, required=False, label="Base URL")
+    key = forms.TypedChoiceField(required=False, coerce=int, empty_value=None, label="Provider key")
+    context_window = forms.IntegerField(
+        required=False,
+        min_value=256,
+        max_value=TOKENS_MAX,
+        help_text="Tokens the model accepts. Empty: unknown, and the session never compacts "
+        "on its own.",
+    )
+    max_output_tokens = forms.IntegerField(
+        min_value=1, max_value=1_000_000, initial=1024, label="Output limit",
+        help_text="The most tokens one reply may have; a reply cut there is marked truncated.",
+    )  # fmt: skip
+    price_input = price_field("Input")
+    price_cached_input = price_field("Cached input")
+    price_output = price_field("Output")
+    reasoning_replay = forms.ChoiceField(
+        choices=REPLAY_RULES,
+        initial="never",
+        label="Reasoning replay",
+        help_text="Whether the model's own reasoning is sent back on later calls: never, only "
+        "within a tool loop, or always. Some servers reject a tool turn without it.",
+    )
+
+    def __init__(self, *args: Any, keys: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("label_suffix", "")
+        super().__init__(*args, **kwargs)
+        choices = [("", "none")]
+        choices += [(key.pk, f"{key.name} (…{key.last4})") for key in keys]
+        self.fields["key"].choices = choices  # type: ignore[attr-defined]
+
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean() or {}
+        prices = {name: cleaned.get(f"price_{name}") for name in PRICE_FIELDS}
+        given = [value for value in prices.values() if value is not None]
+        if given and len(given) < len(PRICE_FIELDS):
+            raise forms.ValidationError(
+                "Give all three prices (input, cached input, output), or none."
+            )
+        cleaned["prices"] = prices if given else None
+        return cleaned
+
+    def card_fields(self, sent: Any) -> dict[str, Any]:
+        """The API's fields from the cleaned form, checked by its schema; endpoint fields
+        only when the browser sent them. Raises `forms.ValidationError` with the schema's
+        complaint."""
+        cleaned = self.cleaned_data
+        fields = {name: cleaned.get(name) for name in CARD_FIELDS}
+        fields["base_url"] = (cleaned.get("base_url") or "").strip() or None
+        for name in ENDPOINT_FORM_FIELDS:
+            if name not in sent:
+                fields.pop(name)
+        try:
+            checked = ModelCardIn.model_validate(fields)
+        except pydantic.ValidationError as error:
+            problems = "; ".join(
+                f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in error.errors()
+            )
+            raise forms.ValidationError(problems) from None
+        return checked.dict(include=set(fields))
+
+
+CARD_FIELDS = (
+    "name", "wire", "model", "base_url", "key", "context_window", "max_output_tokens",
+    "reasoning_replay", "prices",
+)  # fmt: skip
+ENDPOINT_FORM_FIELDS = ("base_url", "key")
+
+
+def card_initial(card: Any) -> dict[str, Any]:
+    initial = {name: getattr(card, name) for name in CARD_FIELDS if name not in ("key", "prices")}
+    initial["key"] = card.key_id or ""
+    initial["base_url"] = card.base_url or ""
+    for name in PRICE_FIELDS:
+        initial[f"price_{name}"] = (card.prices or {}).get(name)
+    return initial

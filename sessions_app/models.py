@@ -24,6 +24,9 @@ WIRES = [
     ("local", "Bundled local model"),
 ]
 
+# What the bundled card is, said wherever it is offered: it runs, but it is no real model.
+LOCAL_NOTE = "a 135M demo model: it answers, it cannot summarise well"
+
 REPLAY_RULES = [("never", "never"), ("tool_turns", "tool_turns"), ("always", "always")]
 
 
@@ -57,6 +60,11 @@ class ModelCard(models.Model):
 
     def __str__(self) -> str:
         return f"{self.name} ({self.wire}: {self.model})"
+
+    @property
+    def note(self) -> str:
+        """What a person should know before choosing the card."""
+        return LOCAL_NOTE if self.wire == "local" else ""
 
 
 def empty_list() -> list[Any]:

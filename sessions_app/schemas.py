@@ -177,7 +177,7 @@ class MessageIn(Schema):
     text: str
 
 
-class CommandOut(Schema):
+class CompletionOut(Schema):
     """A slash command the composer completes: built-in or the team's template."""
 
     name: str
@@ -235,7 +235,10 @@ def entry_out(entry: Entry, cut: int) -> dict[str, Any]:
 
 
 def session_out(
-    session: Session, context: dict[str, Any], last_error: dict[str, Any] | None
+    session: Session,
+    context: dict[str, Any],
+    last_error: dict[str, Any] | None,
+    usage: dict[str, Any],
 ) -> dict[str, Any]:
     return {
         "id": session.pk,
@@ -259,6 +262,7 @@ def session_out(
         "mcp_servers": session.mcp_servers,
         "context": context,
         "last_error": last_error,
+        "usage": usage,
         "created_at": session.created_at.isoformat(),
         "updated_at": session.updated_at.isoformat(),
     }

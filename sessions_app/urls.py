@@ -2,13 +2,18 @@ from __future__ import annotations
 
 from django.urls import path
 
-from sessions_app import views
+from sessions_app import card_views, views
 
 app_name = "sessions"
 urlpatterns = [
     path("", views.session_list, name="list"),
     path("sessions/new/", views.session_new, name="new"),
     path("sessions/new/memory-cost/", views.session_new_cost, name="new-cost"),
+    path("models/", card_views.card_list, name="models"),
+    path("models/new/", card_views.card_new, name="model-new"),
+    path("models/<int:card_id>/", card_views.card_edit, name="model"),
+    path("models/<int:card_id>/test/", card_views.card_test, name="model-test"),
+    path("models/<int:card_id>/delete/", card_views.card_delete, name="model-delete"),
     path("sessions/<int:session_id>/", views.session_detail, name="detail"),
     path("sessions/<int:session_id>/send/", views.message_send, name="send"),
     path("sessions/<int:session_id>/answer/", views.answer_send, name="answer"),

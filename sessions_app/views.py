@@ -34,13 +34,13 @@ from harness.state import token_count
 from horsie_site.inputs import SEQ_MAX, bounded_int
 from memory_app import panels
 from memory_app.selectors import SelectionRefused
-from sessions_app import api, branching, services, stores
+from sessions_app import api, branching, services, stores, usage
 from sessions_app.api import session_json
 from sessions_app.events import compacting_since
 from sessions_app.forms import SessionForm
 from sessions_app.journal import state_json, state_load
 from sessions_app.leases import status_of
-from sessions_app.models import Entry, Session
+from sessions_app.models import LOCAL_NOTE, Entry, Session
 from sessions_app.schemas import entry_out
 from sessions_app.selectors import (
     access_session,
@@ -98,7 +98,8 @@ def session_new(request: HttpRequest) -> HttpResponse:
         else:
             return redirect("sessions:detail", session.pk)
     cost = memory_cost_of(request, request.POST)
-    return TemplateResponse(request, NEW, {"form": form, "cost": cost})
+    context = {"form": form, "cost": cost, "local_note": LOCAL_NOTE}
+    return TemplateResponse(request, NEW, context)
 
 
 @login_required
@@ -138,6 +139,8 @@ def detail_context(session: Session, user: Any, **extra: Any) -> dict[str, Any]:
         "memory": panels.session_panel(session, view.memory, user),
         "status": status_of(session),
         "context": meter,
+        "usage": detail["usage"],
+        "usage_total": usage.overall(detail["usage"]),
         "failure": failure_of(session, detail["last_error"]),
         "compacting_since": compacting_since(session.pk),
         "marks": marks,
@@ -267,8 +270,14 @@ def context_meter(request: HttpRequest, session_id: int) -> TemplateResponse:
     detail = session_json(session, view)
     failure = failure_of(session, detail["last_error"])
     memory = panels.session_panel(session, view.memory, request.user)
-    context = {"session": session, "context": detail["context"], "failure": failure,
-               "memory": memory}  # fmt: skip
+    context = {
+        "session": session,
+        "context": detail["context"],
+        "usage": detail["usage"],
+        "usage_total": usage.overall(detail["usage"]),
+        "failure": failure,
+        "memory": memory,
+    }
     return TemplateResponse(request, f"{DETAIL}#meter-refresh", context)
 
 

@@ -54,7 +54,7 @@ PUBLIC_API = {"openapi-json", "openapi-view", "api-root"}
 # Team administration: every page (by name) and API operation ("METHOD path") under these
 # prefixes is classified here: "admin" (a member gets 403), "member" (any member's), or
 # "public" (reached by an invitation token, logged in or not).
-ROLE_PREFIXES = ("/teams/", "/api/v1/team/", "/api/v1/provider-keys")
+ROLE_PREFIXES = ("/teams/", "/api/v1/team/", "/api/v1/provider-keys", "/models/")
 ROLES = {
     "teams:detail": "member",
     "teams:switch": "member",
@@ -64,6 +64,14 @@ ROLES = {
     "teams:key-new": "admin",
     "teams:key-remove": "admin",
     "teams:join": "public",
+    # Any member manages the team's model cards; where a card's calls go (base URL, key) is
+    # checked per field, for admins only (ENDPOINT_WRITES, and the Models page's own tests).
+    "sessions:models": "member",
+    "sessions:model-new": "member",
+    "sessions:model": "member",
+    "sessions:model-test": "member",
+    "sessions:model-delete": "member",
+    "GET /api/v1/team/usage": "member",
     "GET /api/v1/team/members": "member",
     "POST /api/v1/team/members": "admin",
     "PATCH /api/v1/team/members/{user_id}": "admin",
@@ -196,7 +204,7 @@ def expected(persona: str, kind: str, names_object: bool, role: str | None = Non
 def objects(personas, card, monkeypatch, settings):
     """acme's objects, made by alice; no turn runs (dispatching is recorded, not done)."""
     from memory_app import services as memory
-    from sessions_app import dispatcher, services
+    from sessions_app import dispatcher, probe, services
     from sessions_app.models import AgentPreset
     from teams_app import services as teams
 
@@ -208,6 +216,7 @@ def objects(personas, card, monkeypatch, settings):
     _, invitation = teams.invitation_create(team=personas["acme"], user=alice)
 
     monkeypatch.setattr(dispatcher, "turn_dispatch", lambda session_id, lease: None)
+    monkeypatch.setattr(probe, "card_probe", lambda card: probe.ProbeResult(ok=True, answer="hi"))
     card.name = f"{MARK} card"
     card.save()
     preset = AgentPreset.objects.create(team=personas["acme"], name=f"{MARK} preset", model=card)

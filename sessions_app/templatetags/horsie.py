@@ -24,6 +24,7 @@ from markdown_it import MarkdownIt
 
 from sessions_app.leases import status_of
 from sessions_app.selectors import sessions_visible
+from sessions_app.usage import call_cost as usage_cost
 
 register = template.Library()
 
@@ -141,3 +142,33 @@ def countdown(due_at: str) -> str:
     minutes, seconds = divmod(rest, 60)
     clock = f"{hours}:{minutes:02}:{seconds:02}" if hours or days else f"{minutes}:{seconds:02}"
     return f"in {days}d {clock}" if days else f"in {clock}"
+
+
+@register.filter
+def call_cost(usage: Any, prices: Any) -> float | None:
+    """One call's cost at the card's prices (None when either is unknown)."""
+    return usage_cost(usage if isinstance(usage, dict) else None, prices)
+
+
+@register.filter
+def dollars(value: float | None) -> str:
+    """A cost in US dollars: cents for large sums, four significant places for small ones."""
+    if value is None:
+        return "—"
+    if value >= 1:
+        return f"${value:,.2f}"
+    return f"${value:.4f}" if value >= 0.0001 else f"${value:.2g}" if value else "$0"
+
+
+@register.filter
+def cached_share(counts: Any) -> int:
+    """The share of input tokens read from the provider's cache, in percent."""
+    if not isinstance(counts, dict) or not counts.get("input_tokens"):
+        return 0
+    return round(100 * int(counts.get("cached_tokens") or 0) / int(counts["input_tokens"]))
+
+
+@register.filter
+def truncated(data: Any) -> bool:
+    """A reply the output limit cut short (OpenAI says `length`, Anthropic `max_tokens`)."""
+    return isinstance(data, dict) and data.get("finish_reason") in ("length", "max_tokens")

@@ -5,24 +5,24 @@ from __future__ import annotations
 import pytest
 
 from harness.messages import UserMessage
-from sessions_app import commands
 from sessions_app.models import Entry
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-TEMPLATES = [
-    {
-        "name": "review",
-        "description": "Review a pull request the team's way",
-        "template": "Review pull request $ARGUMENTS against our checklist. MARKER-TEMPLATE",
-    },
-    {"name": "help", "description": "A team's help may not shadow the built-in", "template": "x"},
-]
+REVIEW = {
+    "name": "review",
+    "description": "Review a pull request the team's way",
+    "template": "Review pull request $ARGUMENTS against our checklist. MARKER-TEMPLATE",
+}
 
 
 @pytest.fixture
-def team_templates(monkeypatch):
-    monkeypatch.setattr(commands, "source", lambda: lambda team: TEMPLATES)
+def team_templates(personas):
+    """The team's own command, stored as teams store them (a built-in's name is refused
+    there, and the registry keeps the built-in's meaning besides)."""
+    from skills_app.services import command_create
+
+    return command_create(user=personas["alice"][0], team=personas["acme"], fields=REVIEW)
 
 
 def test_a_template_stores_what_was_typed_and_the_model_reads_the_expansion(
@@ -42,7 +42,6 @@ def test_a_template_stores_what_was_typed_and_the_model_reads_the_expansion(
 def test_help_lists_team_templates_and_is_no_entry(api_for, session, scripted, team_templates):
     body = api_for("bob").post(f"/sessions/{session.pk}/messages", {"text": "/help"}).json()
     assert "/review [arguments] — Review a pull request the team's way" in body["help"]
-    assert "shadow" not in body["help"]
     assert not Entry.objects.filter(session=session).exists()
     assert scripted.requests == []
 
