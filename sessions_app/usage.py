@@ -19,9 +19,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from django.db.models import Count, IntegerField, Q, Sum
+from django.db.models import BigIntegerField, Case, Count, Q, Sum, When
 from django.db.models.fields.json import KeyTextTransform, KeyTransform
 from django.db.models.functions import Cast, Coalesce
+from django.db.models.lookups import Regex
 
 from sessions_app.models import Entry
 
@@ -31,10 +32,19 @@ SIDES = {
     "harness": Q(kind="boundary") | Q(kind="notice", data__code="handoff"),
 }
 MILLION = 1_000_000
+COUNT_PATTERN = r"^[0-9]{1,10}$"  # a token count, at most 10^10: anything else is unknown
 
 
-def usage_field(name: str) -> Cast:
-    return Cast(KeyTextTransform(name, KeyTransform("usage", "data")), IntegerField())
+def usage_field(name: str) -> Case:
+    """A stored count as a number, or NULL when it is not a plain whole number (a provider's
+    nonsense that reached the log must count as unknown, never fail the query: PostgreSQL
+    refuses to cast "abc" to an integer)."""
+    text = KeyTextTransform(name, KeyTransform("usage", "data"))
+    return Case(
+        When(Regex(text, COUNT_PATTERN), then=Cast(text, BigIntegerField())),
+        default=None,
+        output_field=BigIntegerField(),
+    )
 
 
 def aggregates() -> dict[str, Any]:

@@ -229,13 +229,19 @@ def test_the_new_session_form_refuses_nul(alice_browser, card):
 
 
 @pytest.mark.parametrize("seq", ["²", HUGE, "-3", "1.5", ""])
-def test_form_seqs_are_validated_before_int(alice_browser, session, seq):
+def test_form_seqs_are_validated_before_int(alice_browser, session, scripted, seq):
+    from asgiref.sync import async_to_sync
+
+    from sessions_app.waiting import wait_settled
+
     services.entry_append(session_id=session.pk, kind="user", content="hello")
     for name, field in (("sessions:rewind", "seq"), ("sessions:summary", "boundary")):
         r = alice_browser.post(reverse(name, args=[session.pk]), {field: seq, "summary": "s"})
         assert r.status_code == 400, (name, seq)
     r = alice_browser.post(reverse("sessions:fork", args=[session.pk]), {"notice": seq})
     assert r.status_code == 302  # `notice` only says where an error would be shown
+    fork = Session.objects.get(parent=session, kind="fork")
+    async_to_sync(wait_settled)(fork.pk, 10)  # its runner's summary is written before teardown
     earlier = reverse("sessions:entries", args=[session.pk])
     assert alice_browser.get(earlier, {"before": seq}).status_code == 400
 
