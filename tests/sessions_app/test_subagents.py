@@ -199,3 +199,21 @@ def test_charlie_cannot_see_a_child(api_for, session, researcher, family, client
     assert charlie.get(f"/sessions/{child.pk}/entries").status_code == 404
     client.force_login(personas["charlie"][0])
     assert client.get(f"/sessions/{child.pk}/").status_code == 404
+
+
+def test_the_pages_link_parent_and_child(api_for, session, researcher, family, client, personas):
+    provider = family(
+        Family([reply("", spawn("c1", "Look it up")), reply("Asked.")],
+               lambda r: reply("Found **it**."), expect=1)
+    )  # fmt: skip
+    api_for("alice").post(f"/sessions/{session.pk}/messages", {"text": "Delegate it."})
+    settle(provider, session.pk)
+    child = Session.objects.get(parent=session)
+    client.force_login(personas["bob"][0])
+    parent_page = client.get(f"/sessions/{session.pk}/").content.decode()
+    assert 'class="subagent-result"' in parent_page
+    assert f'href="/sessions/{child.pk}/"' in parent_page
+    assert "<strong>it</strong>" in parent_page
+    child_page = client.get(f"/sessions/{child.pk}/").content.decode()
+    assert "subagent <code>researcher</code> of" in child_page
+    assert f'href="/sessions/{session.pk}/"' in child_page
