@@ -22,6 +22,7 @@ from harness.ports import EventSink, TranscriptStore
 from harness.providers.base import Capabilities, Provider
 from harness.skills import Skill, SkillSource
 from harness.state import SessionState
+from harness.subagents import SubagentLauncher
 from harness.tokens import TokenCounter
 from harness.tools.base import Tool
 
@@ -44,6 +45,7 @@ class Deps:
     tools: Mapping[str, Tool]
     memory: MemorySource | None = None
     skills: SkillSource | None = None
+    subagents: SubagentLauncher | None = None
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -11,6 +11,8 @@ came back without error, so a call that failed or never finished changes nothing
 - `ask_user` records the question its result names; an `answer` entry settles it;
 - `load_skill` records the skill its result names as loaded (a reload moves it last, so
   `loaded_skills` runs oldest load first);
+- `spawn_subagent` adds the child its result names (`{id, type, task}`) to the running
+  subagents; the child's `subagent_result` entry removes it;
 - a `/compact` command is pending until the next boundary;
 - a boundary carries the durable state verbatim, so a fork's first entry gives it its state;
 - the session's ruler: the calibration of its counter (the provider's reported prompt
@@ -119,12 +121,24 @@ def apply_load_skill(
     return replace(state, loaded_skills=(*(s for s in state.loaded_skills if s != name), name))
 
 
+def apply_spawn_subagent(
+    state: SessionState, arguments: Mapping[str, Any], result: Mapping[str, Any]
+) -> SessionState:
+    child = dict(result["subagent"])
+    return replace(state, subagents=(*state.subagents, child))
+
+
+def subagent_gone(state: SessionState, child: object) -> SessionState:
+    return replace(state, subagents=tuple(s for s in state.subagents if s.get("id") != child))
+
+
 APPLIERS: dict[str, Applier] = {
     "todo_write": apply_todo_write,
     "set_timer": apply_set_timer,
     "cancel_timer": apply_cancel_timer,
     "ask_user": apply_ask_user,
     "load_skill": apply_load_skill,
+    "spawn_subagent": apply_spawn_subagent,
 }
 
 
@@ -148,6 +162,8 @@ def step(state: SessionState, entry: LogEntry) -> SessionState:
             return result_step(state, entry)
         case "timer":
             return timer_gone(state, str(entry.data.get("timer", "")))
+        case "subagent_result":
+            return subagent_gone(state, entry.data.get("subagent"))
         case "answer":
             settled = str(entry.data.get("question", ""))
             return replace(state, questions=tuple(q for q in state.questions if q.id != settled))
@@ -177,7 +193,7 @@ def changes_state(entry: LogEntry) -> bool:
         return str(entry.data.get("name", "")) in APPLIERS and not entry.data.get("is_error")
     if entry.kind == "notice":
         return entry.data.get("code") in (*COMPACT_SETTLED, *HANDOFF_SETTLED)
-    return entry.kind in ("timer", "answer", "boundary") or (
+    return entry.kind in ("timer", "answer", "boundary", "subagent_result") or (
         entry.kind == "command" and entry.data.get("name") in (COMPACT, HANDOFF)
     )
 

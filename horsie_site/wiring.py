@@ -21,11 +21,13 @@ from harness.compaction.policy import Policy
 from harness.providers import build_provider
 from harness.providers.base import Capabilities, CardConfig, Provider, ProviderError, RetryPolicy
 from harness.runtime import TurnConfig
+from harness.subagents import SubagentType
 from harness.tokens import ESTIMATE, TokenCounter
 from harness.tools import builtin_tools
 from harness.tools.base import Tool
 from horsie_site import outbound
 from horsie_site.inputs import finite_or_none
+from skills_app.selectors import subagent_types_selected
 from teams_app import vault
 
 # Where a wire's SDK goes when the card names no base URL: checked like any other.
@@ -106,10 +108,25 @@ def ruler_for(card: Any) -> tuple[Capabilities, TokenCounter]:
 
 def tools_for(session: Any) -> dict[str, Tool]:
     """The built-in tools a session offers; `memory` when it selected a memory space,
-    `load_skill` when it selected skills (or bundles of them)."""
-    return builtin_tools(
-        memory=bool(session.memory), skills=bool(session.skills or session.bundles)
+    `load_skill` when it selected skills (or bundles of them), `spawn_subagent` when it
+    selected subagent types. A subagent gets no `ask_user` (nobody watches it to answer)
+    and, when its type names tools, only those."""
+    tools = builtin_tools(
+        memory=bool(session.memory),
+        skills=bool(session.skills or session.bundles),
+        subagents=subagent_types_now(session) if session.subagent_types else (),
     )
+    if session.kind != "subagent":
+        return tools
+    allowed = set(session.tools or tools) - {"ask_user"}
+    return {name: tool for name, tool in tools.items() if name in allowed}
+
+
+def subagent_types_now(session: Any) -> list[SubagentType]:
+    return [
+        SubagentType(name=t.name, description=t.description)
+        for t in subagent_types_selected(session)
+    ]
 
 
 def turn_config(session: Any) -> TurnConfig:

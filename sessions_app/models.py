@@ -117,6 +117,9 @@ class Session(Selections):
     model = models.ForeignKey(ModelCard, on_delete=models.PROTECT, related_name="sessions")
     system_prompt = models.TextField(blank=True)
     max_steps = models.PositiveIntegerField(default=25)
+    # A subagent's type (its result names it) and the tool names it may use (empty: all).
+    subagent_type = models.CharField(max_length=100, blank=True)
+    tools = models.JSONField(default=empty_list, blank=True)
     status = models.CharField(max_length=10, choices=STATUSES, default="idle")
     last_seq = models.PositiveBigIntegerField(default=0)
     lease_owner = models.CharField(max_length=64, null=True, blank=True)  # noqa: DJ001 free=NULL
@@ -188,10 +191,11 @@ class QueuedInput(models.Model):
     """Input waiting for the turn boundary; it moves into the log, then this row goes.
 
     `kind` is what it becomes: a typed message (`user`, or `command` when it starts with
-    `/`), an `answer` to a pending question, or a fired `timer`.
+    `/`), an `answer` to a pending question, a fired `timer`, or a child's answer (`subagent`,
+    a `subagent_result` entry).
     """
 
-    KINDS = [("user", "user"), ("answer", "answer"), ("timer", "timer")]
+    KINDS = [("user", "user"), ("answer", "answer"), ("timer", "timer"), ("subagent", "subagent")]
 
     session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="queued")
     kind = models.CharField(max_length=10, choices=KINDS, default="user")

@@ -332,6 +332,10 @@ def input_append(session_id: int, row: QueuedInput) -> tuple[Entry, bool]:
         ), True
     if row.kind == "answer":
         return answer_append(session_id, row), True
+    if row.kind == "subagent":
+        return entry_append(
+            session_id=session_id, kind="subagent_result", content=row.text, data=row.data
+        ), True
     parsed = commands.parse(row.text)
     if parsed is None:
         return entry_append(

@@ -29,6 +29,7 @@ from sessions_app.leases import lease_seconds
 from sessions_app.models import Session
 from sessions_app.services import entry_append, session_release
 from sessions_app.stores import OrmTranscriptStore, session_view
+from sessions_app.subagents import OrmSubagentLauncher, subagent_report
 from sessions_app.threads import db
 from skills_app.stores import OrmSkillSource
 
@@ -44,6 +45,7 @@ def turn_setup(session_id: int, lease: str) -> tuple[TurnConfig, Deps]:
         tools=wiring.tools_for(session),
         memory=OrmMemorySource(),
         skills=OrmSkillSource(),
+        subagents=OrmSubagentLauncher(),
     )
     return wiring.turn_config(session), deps
 
@@ -57,9 +59,19 @@ async def drive_session(session_id: int, lease: str) -> None:
         await with_heartbeat(run_session(config, deps), session_id, store)
     except LeaseLost:
         log.warning("session %s: lease lost; another runner has it", session_id)
+        return  # the runner that took it over reports
     except Exception as error:
         log.exception("session %s: the turn failed", session_id)
         await db(turn_failed)(session_id, store.lease if store else lease, error)
+    await reported(session_id)
+
+
+async def reported(session_id: int) -> None:
+    """A subagent's run is over: its answer goes to its parent (a failure here is logged)."""
+    try:
+        await db(subagent_report)(session_id)
+    except Exception:
+        log.exception("session %s: its answer could not be sent to its parent", session_id)
 
 
 async def run_session(config: TurnConfig, deps: Deps) -> None:

@@ -38,6 +38,7 @@ from harness.memory import MemorySource
 from harness.messages import LogEntry, ToolSpec
 from harness.skills import SkillSource
 from harness.state import SessionState
+from harness.subagents import SubagentLauncher
 
 MAX_PROBLEMS = 5  # named in one error result; the model fixes these first
 BOUNDS = (  # enforced by validation and named when crossed, never sent: tokens on every call
@@ -79,6 +80,7 @@ class ToolContext:
     memory: MemorySource | None = None
     call_seq: int | None = None
     skills: SkillSource | None = None
+    subagents: SubagentLauncher | None = None
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -1,0 +1,50 @@
+"""Subagents in the core: the types a session may spawn, and the port that starts a child.
+
+A subagent is a child session with its own context and compaction; the core never runs it.
+`spawn_subagent` asks the apps' `SubagentLauncher` to create and dispatch the child, and is
+answered at once with the child's id: the child's final answer comes back later as its own
+`subagent_result` entry in the parent's log (the apps queue it like a fired timer), never
+inside a tool result, so a wide, noisy task costs the parent one entry.
+
+Running subagents are durable state (`SessionState.subagents`: `{id, type, task}`), added by
+a successful spawn and removed by the child's `subagent_result`, so a boundary carries them
+verbatim. The limits are the core's, so every deployment keeps them: a child may spawn but a
+grandchild may not (`MAX_DEPTH`), and one session has at most `MAX_RUNNING` children running
+at once. Each refusal is an error result the model can act on.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+SPAWN_SUBAGENT = "spawn_subagent"
+MAX_DEPTH = 2  # a main session is depth 0; a session at this depth may not spawn
+MAX_RUNNING = 4  # children of one session running at once
+
+
+@dataclass(frozen=True, kw_only=True)
+class SubagentType:
+    name: str
+    description: str
+
+
+class SubagentLauncher(Protocol):
+    """Starts child sessions for a parent; the Django apps implement it on the dispatcher."""
+
+    async def depth(self, session_id: int) -> int:
+        """How many subagent parents the session has above it (0 for a main session)."""
+        ...
+
+    async def launch(self, session_id: int, *, type_name: str, task: str) -> int:
+        """Create the child with `task` as its first input, dispatch its turn, return its id."""
+        ...
+
+
+def types_index(types: Sequence[SubagentType]) -> str:
+    return "\n".join(f"- {t.name} — {' '.join(t.description.split())}" for t in types)
+
+
+def names_of(types: Sequence[SubagentType]) -> str:
+    return ", ".join(t.name for t in types) or "none"
