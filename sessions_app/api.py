@@ -16,12 +16,10 @@ from harness.runtime import SessionView
 from horsie_site import wiring
 from horsie_site.inputs import SEQ_MAX
 from memory_app import services as memory_services
-from memory_app.selectors import SelectionRefused
-from memory_app.selectors import selection_check as memory_selection_check
-from sessions_app import branching, cards, selectors, services, stores, usage
+from sessions_app import branching, cards, presets, selectors, services, stores, usage
 from sessions_app.commands import registry_of
 from sessions_app.journal import state_json, state_load
-from sessions_app.models import AgentPreset, ModelCard, Session
+from sessions_app.models import ModelCard, Session
 from sessions_app.schemas import (
     AnswerIn,
     CompactIn,
@@ -47,8 +45,6 @@ from sessions_app.schemas import (
     session_out,
 )
 from sessions_app.waiting import wait_settled
-from skills_app.selectors import SelectionRefused as SkillSelectionRefused
-from skills_app.selectors import selection_check as skills_selection_check
 from teams_app.models import Team
 from teams_app.selectors import team_for_create
 
@@ -133,22 +129,9 @@ def card_in_team(user: Any, card_id: int | None, team: Team) -> ModelCard | None
 def selections_check(
     fields: dict[str, Any], *, user: Any, team: Team, current: list[Any] | None = None
 ) -> None:
-    """Memory spaces must be the user's to see and in the team (`current`: the selection
-    being changed, whose spaces may stay); skills, bundles and subagent types must exist and
-    be the team's; no MCP server can be selected until they exist."""
-    if fields.get("memory"):
-        try:
-            memory_selection_check(user=user, team=team, items=fields["memory"], keep=current or [])
-        except SelectionRefused as refused:
-            raise HttpError(400, str(refused)) from None
-    for name in ("skills", "bundles", "subagent_types"):
-        if fields.get(name):
-            try:
-                skills_selection_check(user=user, team=team, field=name, ids=fields[name])
-            except SkillSelectionRefused as refused:
-                raise HttpError(400, str(refused)) from None
-    if fields.get("mcp_servers"):
-        raise HttpError(400, f"No such MCP server: {fields['mcp_servers'][0]}.")
+    """`presets.selections_check`, refused as a 400."""
+    with refused_as_http():
+        presets.selections_check(fields, user=user, team=team, current=current)
 
 
 @router.get("/presets", response={200: list[PresetOut], **ERRORS}, tags=["presets"])
@@ -160,9 +143,10 @@ def preset_list(request: HttpRequest) -> Any:
 def preset_create(request: HttpRequest, payload: PresetIn) -> Any:
     team = team_for_create(request.user, payload.team)
     fields = payload.dict(exclude={"team"}, exclude_none=True)
-    selections_check(fields, user=request.user, team=team)
     fields["model"] = card_in_team(request.user, payload.model, team)
-    return Status(201, AgentPreset.objects.create(team=team, **fields))
+    with refused_as_http():
+        preset = presets.preset_create(user=request.user, team=team, fields=fields)
+    return Status(201, preset)
 
 
 @router.get("/presets/{preset_id}", response={200: PresetOut, **ERRORS}, tags=["presets"])
@@ -174,13 +158,10 @@ def preset_get(request: HttpRequest, preset_id: int) -> Any:
 def preset_patch(request: HttpRequest, preset_id: int, payload: PresetPatch) -> Any:
     preset = selectors.access_preset(request.user, preset_id)
     fields = payload.dict(exclude_unset=True)
-    selections_check(fields, user=request.user, team=preset.team, current=preset.memory)
     if "model" in fields:
         fields["model"] = card_in_team(request.user, fields["model"], preset.team)
-    for name, value in fields.items():
-        setattr(preset, name, value)
-    preset.save()
-    return preset
+    with refused_as_http():
+        return presets.preset_update(user=request.user, preset=preset, fields=fields)
 
 
 @router.delete("/presets/{preset_id}", response={204: None, **ERRORS}, tags=["presets"])

@@ -14,10 +14,11 @@ from django.conf import settings
 
 from horsie_site.inputs import TOKENS_MAX
 from memory_app.selectors import space_costs, spaces_visible
-from sessions_app.models import LOCAL_NOTE, REPLAY_RULES, WIRES
-from sessions_app.schemas import ModelCardIn
-from sessions_app.selectors import model_cards_visible
-from skills_app.selectors import bundles_visible, skills_visible
+from sessions_app import presets
+from sessions_app.models import LOCAL_NOTE, REPLAY_RULES, WIRES, AgentPreset
+from sessions_app.schemas import ModelCardIn, PresetIn
+from sessions_app.selectors import model_cards_visible, presets_visible
+from skills_app.selectors import bundles_visible, skills_visible, subagent_types_visible
 
 MEMORY_MODES = [("", "off"), ("read", "read"), ("write", "read and write")]
 
@@ -40,26 +41,77 @@ def memory_fields(form: forms.Form, *, user: Any, team: Any, selected: list[Any]
         )
 
 
-def skills_fields(form: forms.Form, *, user: Any, team: Any) -> None:
-    """The team's skills and bundles, to check; `clean` turns them into id lists."""
-    for name, rows in (("skills", skills_visible), ("bundles", bundles_visible)):
-        form.fields[name] = forms.ModelMultipleChoiceField(
+class PickedIds(forms.ModelMultipleChoiceField):
+    """Checkboxes over the team's items that clean to a list of ids. Whether each id may be
+    selected is `presets.selections_check`'s to say, so a page refuses another team's item
+    in the same words as the API."""
+
+    def clean(self, value: Any) -> list[int]:
+        if self.disabled:
+            value = self.initial
+        ids = []
+        for item in value or []:
+            text = str(item.pk if hasattr(item, "pk") else item).strip()
+            if not text.isdigit() or len(text) > 12:
+                raise forms.ValidationError(f"Not an id: {text[:20]!r}.")
+            ids.append(int(text))
+        return ids
+
+
+PICKABLE = {
+    "skills": (skills_visible, "Skills"),
+    "bundles": (bundles_visible, "Bundles (all their skills)"),
+    "subagent_types": (subagent_types_visible, "Subagent types"),
+}
+
+
+def skills_fields(
+    form: forms.Form,
+    *,
+    user: Any,
+    team: Any,
+    names: tuple[str, ...] = ("skills", "bundles"),
+    selected: Any = None,
+) -> None:
+    """The team's skills and bundles (and subagent types, when named), to check; each
+    cleans to a list of ids. `selected`: the preset or session whose ids start checked."""
+    for name in names:
+        rows, label = PICKABLE[name]
+        form.fields[name] = PickedIds(
             queryset=rows(user, team=team) if team is not None else rows(user).none(),
-            required=False, widget=forms.CheckboxSelectMultiple,
+            required=False, widget=forms.CheckboxSelectMultiple, label=label,
+            initial=list(getattr(selected, name, None) or []),
         )  # fmt: skip
         form.fields[name].label_from_instance = described  # type: ignore[attr-defined]
+
+
+def selection_refused(form: forms.Form, refused: presets.SelectionInvalid) -> None:
+    """The check's complaint on the field it concerns (memory's on the whole form)."""
+    form.add_error(refused.field if refused.field in form.fields else None, str(refused))
 
 
 def described(item: Any) -> str:
     return f"{item.name} — {item.description}" if item.description else item.name
 
 
-def memory_selection(cleaned: dict[str, Any]) -> list[dict[str, Any]]:
-    return [
+def memory_selection(cleaned: dict[str, Any], data: Any = None) -> list[dict[str, Any]]:
+    """The spaces chosen on the form; with the posted `data`, also any `memory_<id>` sent
+    for a space the form did not offer, so the selection check refuses it by name rather
+    than the page dropping it unseen."""
+    chosen = [
         {"space": int(name.removeprefix("memory_")), "mode": mode}
         for name, mode in cleaned.items()
         if name.startswith("memory_") and mode
     ]
+    offered = set(cleaned)
+    for name in data or {}:
+        space = name.removeprefix("memory_")
+        mode = data.get(name)
+        if name not in offered and name != space and mode in ("read", "write"):
+            if not space.isdigit() or len(space) > 12:
+                raise forms.ValidationError(f"No such memory space: {space[:20]}.")
+            chosen.append({"space": int(space), "mode": mode})
+    return chosen
 
 
 def card_label(card: Any) -> str:
@@ -67,6 +119,14 @@ def card_label(card: Any) -> str:
 
 
 class SessionForm(forms.Form):
+    """A new session; with a `preset`, the fields start from the preset's values, and what
+    the form sends is explicit and wins, as in the API's session create. What the form does
+    not show (max steps, `compact_at`, subagent types) comes from the preset."""
+
+    preset = forms.ModelChoiceField(
+        queryset=None, required=False, label="Agent preset", empty_label="none",
+        help_text="Fills the form from the preset; what you change here wins.",
+    )  # fmt: skip
     title = forms.CharField(
         max_length=200,
         required=False,
@@ -83,24 +143,41 @@ class SessionForm(forms.Form):
         help_text="Summarise old entries when the context window fills up.",
     )
 
-    def __init__(self, *args: Any, user: Any, team: Any, **kwargs: Any) -> None:
+    def __init__(
+        self, *args: Any, user: Any, team: Any, preset: AgentPreset | None = None, **kwargs: Any
+    ) -> None:
         kwargs.setdefault("label_suffix", "")
         super().__init__(*args, **kwargs)
+        self.user, self.team = user, team
         self.fields["model"].queryset = model_cards_visible(user, team=team)  # type: ignore[attr-defined]
         self.fields["model"].label_from_instance = card_label  # type: ignore[attr-defined]
         if not self.fields["model"].queryset.exists():  # type: ignore[attr-defined]
             # No card yet: the session gets the bundled one (`services.default_card`).
             self.fields["model"].required = False
             self.fields["model"].empty_label = f"Bundled SmolLM2 — {LOCAL_NOTE}"  # type: ignore[attr-defined]
+        self.fields["preset"].queryset = presets_visible(user).filter(team=team)  # type: ignore[attr-defined]
         self.fields["system_prompt"].initial = settings.HORSIE["DEFAULT_SYSTEM_PROMPT"]
-        memory_fields(self, user=user, team=team, selected=[])
-        skills_fields(self, user=user, team=team)
+        if preset is not None:
+            self.preset_fill(preset)
+        memory_fields(self, user=user, team=team, selected=preset.memory if preset else [])
+        skills_fields(self, user=user, team=team, selected=preset)
+
+    def preset_fill(self, preset: AgentPreset) -> None:
+        self.fields["preset"].initial = preset.pk
+        if preset.model_id is not None:
+            self.fields["model"].initial = preset.model_id
+        self.fields["system_prompt"].initial = preset.system_prompt
+        self.fields["auto_compact"].initial = preset.auto_compact
 
     def clean(self) -> dict[str, Any]:
         cleaned = super().clean() or {}
-        cleaned["memory"] = memory_selection(cleaned)
-        for name in ("skills", "bundles"):
-            cleaned[name] = [item.pk for item in cleaned.get(name) or []]
+        try:
+            cleaned["memory"] = memory_selection(cleaned, self.data)
+            presets.selections_check(cleaned, user=self.user, team=self.team)
+        except presets.SelectionInvalid as refused:
+            selection_refused(self, refused)
+        except forms.ValidationError as error:
+            self.add_error(None, error)
         return cleaned
 
     def only_bundled(self) -> bool:
@@ -112,11 +189,107 @@ class SessionForm(forms.Form):
         return [
             field
             for field in self
-            if not field.name.startswith("memory_") and field.name not in ("skills", "bundles")
+            if not field.name.startswith("memory_")
+            and field.name not in PICKABLE
+            and field.name != "preset"
         ]
 
     def memory_choices(self) -> list[Any]:
         return [field for field in self if field.name.startswith("memory_")]
+
+
+# Agent presets -------------------------------------------------------------------------
+
+
+class PresetForm(forms.Form):
+    """An agent preset as a person types it. `preset_fields` checks the result with the
+    API's own schema (`PresetIn`: the same bounds for `max_steps` and `compact_at`), and the
+    save goes through `presets.preset_create`/`preset_update`, whose selection check is the
+    API's, so the page and the API refuse the same input in the same words."""
+
+    name = forms.CharField(max_length=100)
+    model = forms.ModelChoiceField(
+        queryset=None, required=False, label="Model card",
+        empty_label="none: the session's own choice, else the team's first card",
+    )  # fmt: skip
+    system_prompt = forms.CharField(
+        max_length=100_000, required=False, widget=forms.Textarea(attrs={"rows": 6})
+    )
+    max_steps = forms.IntegerField(
+        min_value=1, max_value=1000, initial=25, label="Max steps",
+        help_text="Model calls one turn may make before it stops.",
+    )  # fmt: skip
+    auto_compact = forms.BooleanField(
+        required=False, initial=True, label="Compact automatically",
+        help_text="Summarise old entries when the context window fills up.",
+    )  # fmt: skip
+    compact_at = forms.FloatField(
+        required=False, label="Compact at",
+        widget=forms.NumberInput(attrs={"step": "any", "placeholder": "server trigger"}),
+        help_text="Below 1: a fraction of the window (0.6); 1 or more: a token count (50000). "
+        "Only moves compaction earlier than the server's trigger. Empty: the server's.",
+    )  # fmt: skip
+
+    def __init__(
+        self, *args: Any, user: Any, team: Any, preset: AgentPreset | None = None, **kwargs: Any
+    ) -> None:
+        kwargs.setdefault("label_suffix", "")
+        if preset is not None and "initial" not in kwargs:
+            kwargs["initial"] = {name: getattr(preset, name) for name in PRESET_PLAIN}
+            kwargs["initial"]["model"] = preset.model_id
+        super().__init__(*args, **kwargs)
+        self.user, self.team, self.preset = user, team, preset
+        self.fields["model"].queryset = model_cards_visible(user, team=team)  # type: ignore[attr-defined]
+        self.fields["model"].label_from_instance = card_label  # type: ignore[attr-defined]
+        memory_fields(self, user=user, team=team, selected=preset.memory if preset else [])
+        skills_fields(self, user=user, team=team, names=tuple(PICKABLE), selected=preset)
+
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean() or {}
+        try:
+            cleaned["memory"] = memory_selection(cleaned, self.data) + self.memory_unseen()
+        except forms.ValidationError as error:
+            self.add_error(None, error)
+        return cleaned
+
+    def memory_unseen(self) -> list[dict[str, Any]]:
+        """Spaces the preset selects that this user cannot see (a teammate's personal
+        space): they are not on the form, so saving it keeps them as they were."""
+        kept = self.preset.memory if self.preset is not None else []
+        return [
+            item
+            for item in kept
+            if isinstance(item, dict) and f"memory_{item.get('space')}" not in self.fields
+        ]
+
+    def preset_fields(self) -> dict[str, Any]:
+        """The preset's fields, checked by the API's schema; on a refusal, the schema's
+        complaint is on the field it names and `forms.ValidationError` is raised."""
+        cleaned = self.cleaned_data
+        fields = {name: cleaned.get(name) for name in (*PRESET_PLAIN, *PICKABLE, "memory")}
+        fields["model"] = None
+        try:
+            checked = PresetIn.model_validate(fields)
+        except pydantic.ValidationError as error:
+            for problem in error.errors():
+                name = str(problem["loc"][0]) if problem["loc"] else ""
+                self.add_error(name if name in self.fields else None, problem["msg"])
+            raise forms.ValidationError("The preset was not saved.") from None
+        out = checked.dict(include=set(fields))
+        out["model"] = cleaned.get("model")
+        return out
+
+    def other_fields(self) -> list[Any]:
+        return [field for field in self if field.name in PRESET_PLAIN or field.name == "model"]
+
+    def memory_choices(self) -> list[Any]:
+        return [field for field in self if field.name.startswith("memory_")]
+
+    def picked_fields(self) -> list[Any]:
+        return [self[name] for name in PICKABLE]
+
+
+PRESET_PLAIN = ("name", "system_prompt", "max_steps", "auto_compact", "compact_at")
 
 
 # Model cards ---------------------------------------------------------------------------

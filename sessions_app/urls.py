@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-from sessions_app import card_views, views
+from sessions_app import card_views, preset_views, views
 
 app_name = "sessions"
 urlpatterns = [
@@ -14,6 +14,10 @@ urlpatterns = [
     path("models/<int:card_id>/", card_views.card_edit, name="model"),
     path("models/<int:card_id>/test/", card_views.card_test, name="model-test"),
     path("models/<int:card_id>/delete/", card_views.card_delete, name="model-delete"),
+    path("presets/", preset_views.preset_list, name="presets"),
+    path("presets/new/", preset_views.preset_new, name="preset-new"),
+    path("presets/<int:preset_id>/", preset_views.preset_edit, name="preset"),
+    path("presets/<int:preset_id>/delete/", preset_views.preset_delete, name="preset-delete"),
     path("sessions/<int:session_id>/", views.session_detail, name="detail"),
     path("sessions/<int:session_id>/send/", views.message_send, name="send"),
     path("sessions/<int:session_id>/answer/", views.answer_send, name="answer"),

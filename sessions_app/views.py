@@ -40,9 +40,10 @@ from sessions_app.events import compacting_since
 from sessions_app.forms import SessionForm
 from sessions_app.journal import state_json, state_load
 from sessions_app.leases import status_of
-from sessions_app.models import LOCAL_NOTE, Entry, Session
+from sessions_app.models import LOCAL_NOTE, AgentPreset, Entry, Session
 from sessions_app.schemas import entry_out
 from sessions_app.selectors import (
+    access_preset,
     access_session,
     entries_page,
     model_cards_visible,
@@ -86,8 +87,10 @@ def session_list(request: HttpRequest) -> TemplateResponse:
 @login_required
 @require_http_methods(["GET", "POST"])
 def session_new(request: HttpRequest) -> HttpResponse:
+    """The form; `?preset=` fills it from a preset of the team (another team's is 404)."""
     team = request.team  # type: ignore[attr-defined]
-    form = SessionForm(request.POST or None, user=request.user, team=team)
+    preset = preset_chosen(request, team)
+    form = SessionForm(request.POST or None, user=request.user, team=team, preset=preset)
     if request.method == "POST" and form.is_valid():
         try:
             session = services.session_create(
@@ -97,9 +100,30 @@ def session_new(request: HttpRequest) -> HttpResponse:
             form.add_error(None, str(error))
         else:
             return redirect("sessions:detail", session.pk)
-    cost = memory_cost_of(request, request.POST)
+    cost = memory_cost_of(request, request.POST or preset_selection(form, preset))
     context = {"form": form, "cost": cost, "local_note": LOCAL_NOTE}
-    return TemplateResponse(request, NEW, context)
+    template = f"{NEW}#session-form" if request.htmx else NEW  # type: ignore[attr-defined]
+    return TemplateResponse(request, template, context)
+
+
+def preset_chosen(request: HttpRequest, team: Any) -> AgentPreset | None:
+    chosen = request.GET.get("preset", "")
+    if request.method != "GET" or not chosen:
+        return None
+    preset = access_preset(request.user, chosen)
+    if team is None or preset.team_id != team.pk:
+        raise Http404("No such preset.")
+    return preset
+
+
+def preset_selection(form: SessionForm, preset: AgentPreset | None) -> dict[str, Any]:
+    """The filled form's model and memory, as the cost partial reads a posted form."""
+    if preset is None:
+        return {}
+    data = {
+        name: field.initial for name, field in form.fields.items() if name.startswith("memory_")
+    }
+    return {**data, "model": str(form.fields["model"].initial or "")}
 
 
 @login_required

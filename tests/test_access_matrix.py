@@ -54,7 +54,7 @@ PUBLIC_API = {"openapi-json", "openapi-view", "api-root"}
 # Team administration: every page (by name) and API operation ("METHOD path") under these
 # prefixes is classified here: "admin" (a member gets 403), "member" (any member's), or
 # "public" (reached by an invitation token, logged in or not).
-ROLE_PREFIXES = ("/teams/", "/api/v1/team/", "/api/v1/provider-keys", "/models/")
+ROLE_PREFIXES = ("/teams/", "/api/v1/team/", "/api/v1/provider-keys", "/models/", "/presets/")
 ROLES = {
     "teams:detail": "member",
     "teams:switch": "member",
@@ -71,6 +71,11 @@ ROLES = {
     "sessions:model": "member",
     "sessions:model-test": "member",
     "sessions:model-delete": "member",
+    # Any member manages the team's agent presets: API.md gives presets no role rule.
+    "sessions:presets": "member",
+    "sessions:preset-new": "member",
+    "sessions:preset": "member",
+    "sessions:preset-delete": "member",
     "GET /api/v1/team/usage": "member",
     "GET /api/v1/team/members": "member",
     "POST /api/v1/team/members": "admin",

@@ -137,9 +137,10 @@ def test_the_new_session_form_selects_spaces(alice, card, space, personal, perso
     assert sorted(session.memory, key=lambda i: i["space"]) == [
         {"space": space.pk, "mode": "write"}, {"space": personal.pk, "mode": "read"},
     ]  # fmt: skip
-    # a space the form does not offer cannot be selected through it
-    alice.post("/sessions/new/", {"model": card.pk, f"memory_{hidden.pk}": "write"})
-    assert Session.objects.order_by("-id").first().memory == []
+    # a space the form does not offer cannot be selected through it: refused, as the API does
+    refused = alice.post("/sessions/new/", {"model": card.pk, f"memory_{hidden.pk}": "write"})
+    assert f"No such memory space: {hidden.pk}." in refused.content.decode()
+    assert Session.objects.count() == 1
 
 
 def test_a_stale_pin_without_htmx_says_so_on_its_card(alice, note, personas):
