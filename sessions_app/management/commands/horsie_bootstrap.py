@@ -8,6 +8,7 @@ the bundled local model's card.
 
 from __future__ import annotations
 
+import os
 import secrets
 from pathlib import Path
 from typing import Any
@@ -40,4 +41,5 @@ class Command(BaseCommand):
             user.save(update_fields=["is_staff", "is_superuser"])
         card = default_card(team)
         self.stdout.write(f"Team {team.name}; default model card: {card.name}.")
-        self.stdout.write(f"Log in at http://127.0.0.1:8000/ as {username} / {password}")
+        port = os.environ.get("HORSIE_PORT", "8000")  # where `make run` serves
+        self.stdout.write(f"Log in at http://127.0.0.1:{port}/ as {username} / {password}")
