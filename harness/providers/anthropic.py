@@ -71,8 +71,11 @@ from harness.messages import (
 from harness.providers.base import (
     Capabilities,
     CardConfig,
+    Opened,
     ProviderError,
     RetryPolicy,
+    events_of,
+    first_event,
     retry_after,
     sane_count,
     usage_checked,
@@ -134,7 +137,7 @@ class AnthropicProvider:
         opened = await with_retries(lambda: self._open(request), self.retry)
         assembly = _Assembly(model=self.card.model)
         try:
-            async for event in _events(opened):
+            async for event in events_of(opened, _translated):
                 for out in assembly.feed(event):
                     yield out
         finally:
@@ -178,10 +181,10 @@ class AnthropicProvider:
             raise ProviderError("the token count was not a count", code="server_error")
         return tokens
 
-    async def _open(self, request: ModelRequest) -> _Opened:
+    async def _open(self, request: ModelRequest) -> Opened[RawMessageStreamEvent]:
         with _translated():
             stream: Events = await self._client().messages.create(**self.body(request))
-        return await _first_event(stream)
+        return await first_event(stream, _translated)
 
     def _client(self) -> AsyncAnthropic:
         loop = asyncio.get_running_loop()
@@ -299,32 +302,6 @@ def _tool(spec: ToolSpec) -> Block:
 
 
 # Response: events into deltas, blocks into a whole response.
-
-
-@dataclass(frozen=True, kw_only=True)
-class _Opened:
-    stream: Events
-    first: RawMessageStreamEvent | None
-
-
-async def _first_event(stream: Events) -> _Opened:
-    """Read one event while retrying is still safe; a failure here closes the stream."""
-    try:
-        with _translated():
-            first = await anext(aiter(stream), None)
-    except BaseException:
-        await stream.close()
-        raise
-    return _Opened(stream=stream, first=first)
-
-
-async def _events(opened: _Opened) -> AsyncIterator[RawMessageStreamEvent]:
-    if opened.first is None:
-        return
-    yield opened.first
-    with _translated():
-        async for event in opened.stream:
-            yield event
 
 
 @dataclass(kw_only=True)

@@ -13,8 +13,9 @@ import asyncio
 import logging
 import random
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import Literal, Protocol, TypeVar
+from typing import Any, Generic, Literal, Protocol, TypeVar
 
 from harness.messages import ModelRequest, ModelResponse, ResponseDone, StreamEvent, Usage
 from harness.tokens import TokenCounter
@@ -159,6 +160,51 @@ class RetryPolicy:
 
 
 T = TypeVar("T")
+E = TypeVar("E")
+Translate = Callable[[], AbstractContextManager[None]]
+
+
+def nothing_wrong(event: object) -> None:
+    """The check of a wire whose events carry no failures of their own."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Opened(Generic[E]):
+    """An SDK stream whose first event was read while retrying was still safe."""
+
+    stream: Any  # the SDK's async stream: iterable, with `close()`
+    first: E | None
+
+
+async def first_event(
+    stream: Any, translate: Translate, check: Callable[[E], None] = nothing_wrong
+) -> Opened[E]:
+    """Read one event inside `with_retries`; a failure here closes the stream.
+
+    `translate` turns the SDK's exceptions into `ProviderError`s; `check` raises for an event
+    that reports a failure in the stream itself (a wire whose errors can arrive as events)."""
+    try:
+        with translate():
+            first: E | None = await anext(aiter(stream), None)
+            if first is not None:
+                check(first)
+    except BaseException:
+        await stream.close()
+        raise
+    return Opened(stream=stream, first=first)
+
+
+async def events_of(
+    opened: Opened[E], translate: Translate, check: Callable[[E], None] = nothing_wrong
+) -> AsyncIterator[E]:
+    """The first event, then the rest: past the first, nothing is retried."""
+    if opened.first is None:
+        return
+    yield opened.first
+    with translate():
+        async for event in opened.stream:
+            check(event)
+            yield event
 
 
 async def with_retries(

@@ -53,9 +53,12 @@ from harness.messages import (
 from harness.providers.base import (
     Capabilities,
     CardConfig,
+    Opened,
     ProviderError,
     ReplayRule,
     RetryPolicy,
+    events_of,
+    first_event,
     retry_after,
     usage_checked,
     with_retries,
@@ -106,7 +109,7 @@ class OpenAIChatProvider:
         opened = await with_retries(lambda: self._open(request), self.retry)
         assembly = _Assembly()
         try:
-            async for chunk in _chunks(opened):
+            async for chunk in events_of(opened, _translated):
                 for event in assembly.feed(chunk):
                     yield event
         finally:
@@ -115,7 +118,7 @@ class OpenAIChatProvider:
             raise ProviderError(CUT, code="server_error", retryable=True)
         yield ResponseDone(response=assembly.response())
 
-    async def _open(self, request: ModelRequest) -> _Opened:
+    async def _open(self, request: ModelRequest) -> Opened[ChatCompletionChunk]:
         with _translated():
             stream = await self._client().chat.completions.create(
                 model=self.card.model,
@@ -125,7 +128,7 @@ class OpenAIChatProvider:
                 stream=True,
                 stream_options={"include_usage": True},
             )
-        return await _first_chunk(stream)
+        return await first_event(stream, _translated)
 
     def _client(self) -> AsyncOpenAI:
         loop = asyncio.get_running_loop()
@@ -224,32 +227,6 @@ def _tool(spec: ToolSpec) -> ChatCompletionFunctionToolParam:
 
 
 # Response: chunks into events, fragments into a whole response.
-
-
-@dataclass(frozen=True, kw_only=True)
-class _Opened:
-    stream: Chunks
-    first: ChatCompletionChunk | None
-
-
-async def _first_chunk(stream: Chunks) -> _Opened:
-    """Read one chunk while retrying is still safe; a failure here closes the stream."""
-    try:
-        with _translated():
-            first = await anext(aiter(stream), None)
-    except BaseException:
-        await stream.close()
-        raise
-    return _Opened(stream=stream, first=first)
-
-
-async def _chunks(opened: _Opened) -> AsyncIterator[ChatCompletionChunk]:
-    if opened.first is None:
-        return
-    yield opened.first
-    with _translated():
-        async for chunk in opened.stream:
-            yield chunk
 
 
 CUT = "the stream was cut before the reply was complete"

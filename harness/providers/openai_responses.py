@@ -55,8 +55,11 @@ from harness.messages import (
 from harness.providers.base import (
     Capabilities,
     CardConfig,
+    Opened,
     ProviderError,
     RetryPolicy,
+    events_of,
+    first_event,
     usage_checked,
     with_retries,
 )
@@ -106,7 +109,7 @@ class OpenAIResponsesProvider:
         opened = await with_retries(lambda: self._open(request), self.retry)
         assembly = _Assembly(model=self.card.model)
         try:
-            async for event in _events(opened):
+            async for event in events_of(opened, _translated, _raise_failure):
                 for out in assembly.feed(event):
                     yield out
         finally:
@@ -134,10 +137,10 @@ class OpenAIResponsesProvider:
             body["reasoning"] = {"summary": "auto"}
         return body
 
-    async def _open(self, request: ModelRequest) -> _Opened:
+    async def _open(self, request: ModelRequest) -> Opened[ResponseStreamEvent]:
         with _translated():
             stream: Events = await self._client().responses.create(**self.body(request))
-        return await _first_event(stream)
+        return await first_event(stream, _translated, _raise_failure)
 
     def _client(self) -> AsyncOpenAI:
         loop = asyncio.get_running_loop()
@@ -254,35 +257,6 @@ def _tool(spec: ToolSpec) -> Item:
 
 
 # Response: events into deltas, output items into a whole response.
-
-
-@dataclass(frozen=True, kw_only=True)
-class _Opened:
-    stream: Events
-    first: ResponseStreamEvent | None
-
-
-async def _first_event(stream: Events) -> _Opened:
-    """Read one event while retrying is still safe; a failure here closes the stream."""
-    try:
-        with _translated():
-            first = await anext(aiter(stream), None)
-            if first is not None:
-                _raise_failure(first)
-    except BaseException:
-        await stream.close()
-        raise
-    return _Opened(stream=stream, first=first)
-
-
-async def _events(opened: _Opened) -> AsyncIterator[ResponseStreamEvent]:
-    if opened.first is None:
-        return
-    yield opened.first
-    with _translated():
-        async for event in opened.stream:
-            _raise_failure(event)
-            yield event
 
 
 def _raise_failure(event: ResponseStreamEvent) -> None:
