@@ -81,7 +81,7 @@ from harness.providers.base import (
     usage_checked,
     with_retries,
 )
-from harness.providers.guard import ConnectCheck, checked_client
+from harness.providers.guard import ConnectCheck, client_of_loop, guarded
 from harness.providers.openai_chat import CUT, NO_API_KEY, _said, _status_error
 from harness.tokens import ESTIMATE, TokenCounter
 
@@ -187,22 +187,16 @@ class AnthropicProvider:
         return await first_event(stream, _translated)
 
     def _client(self) -> AsyncAnthropic:
-        loop = asyncio.get_running_loop()
-        client = self._clients.get(loop)
-        if client is None:
-            client = self._clients[loop] = AsyncAnthropic(
+        return client_of_loop(
+            self._clients,
+            lambda: AsyncAnthropic(
                 api_key=self.card.api_key or NO_API_KEY,
                 base_url=self.card.base_url,
                 timeout=self.timeout,
                 max_retries=0,
-                http_client=self._http_client(),
-            )
-        return client
-
-    def _http_client(self) -> httpx.AsyncClient | None:
-        if self.connect_check is None:
-            return None
-        return checked_client(self.connect_check, self.timeout)
+                http_client=guarded(self.connect_check, self.timeout),
+            ),
+        )
 
 
 # Request: our messages as Messages-API turns of blocks.

@@ -15,8 +15,9 @@ from __future__ import annotations
 
 import asyncio
 import socket
+import weakref
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import Any, TypeVar
 
 import httpcore
 import httpx
@@ -103,3 +104,22 @@ def checked_client(check: ConnectCheck, timeout: float) -> httpx.AsyncClient:
     return httpx.AsyncClient(
         transport=transport, timeout=timeout, trust_env=False, follow_redirects=True
     )
+
+
+def guarded(check: ConnectCheck | None, timeout: float) -> httpx.AsyncClient | None:
+    """The `http_client=` of a wire: the checked one when the wiring gave a check."""
+    return None if check is None else checked_client(check, timeout)
+
+
+C = TypeVar("C")
+
+
+def client_of_loop(
+    clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, C], make: Callable[[], C]
+) -> C:
+    """One SDK client per event loop: pooled connections must not cross loops."""
+    loop = asyncio.get_running_loop()
+    client = clients.get(loop)
+    if client is None:
+        client = clients[loop] = make()
+    return client

@@ -18,7 +18,6 @@ from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, assert_never
 
-import httpx
 from openai import AsyncOpenAI, AsyncStream
 from openai.types.responses import (
     Response,
@@ -63,7 +62,7 @@ from harness.providers.base import (
     usage_checked,
     with_retries,
 )
-from harness.providers.guard import ConnectCheck, checked_client
+from harness.providers.guard import ConnectCheck, client_of_loop, guarded
 from harness.providers.openai_chat import CUT, NO_API_KEY, _status_error, _translated
 from harness.providers.overflow import is_overflow
 from harness.providers.tokenizers import openai_counter
@@ -143,22 +142,16 @@ class OpenAIResponsesProvider:
         return await first_event(stream, _translated, _raise_failure)
 
     def _client(self) -> AsyncOpenAI:
-        loop = asyncio.get_running_loop()
-        client = self._clients.get(loop)
-        if client is None:
-            client = self._clients[loop] = AsyncOpenAI(
+        return client_of_loop(
+            self._clients,
+            lambda: AsyncOpenAI(
                 api_key=self.card.api_key or NO_API_KEY,
                 base_url=self.card.base_url,
                 timeout=self.timeout,
                 max_retries=0,
-                http_client=self._http_client(),
-            )
-        return client
-
-    def _http_client(self) -> httpx.AsyncClient | None:
-        if self.connect_check is None:
-            return None
-        return checked_client(self.connect_check, self.timeout)
+                http_client=guarded(self.connect_check, self.timeout),
+            ),
+        )
 
 
 # Request: our messages as input items.
