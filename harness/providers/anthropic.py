@@ -18,7 +18,8 @@ cache writes apart; the prompt is their sum and the cached part the reads.
 
 One retry mechanism, as in `openai_chat`: `with_retries` wraps only the opening of the
 stream (honouring `retry-after`); a stream that ends before `message_stop` is a
-`ProviderError` and no half reply is returned.
+`ProviderError` and no half reply is returned. The body goes as JSON bytes through the SDK's
+low-level `post` (see `openai_chat`).
 """
 
 from __future__ import annotations
@@ -49,6 +50,7 @@ from anthropic.types import (
     ThinkingDelta,
     ToolUseBlock,
 )
+from anthropic.types import Message as SdkMessage
 from anthropic.types import TextBlock as SdkTextBlock
 from anthropic.types import TextDelta as SdkTextDelta
 
@@ -81,6 +83,7 @@ from harness.providers.base import (
     usage_checked,
     with_retries,
 )
+from harness.providers.encoding import Pieces, array, dumps, obj, with_field
 from harness.providers.guard import ConnectCheck, client_of_loop, guarded
 from harness.providers.openai_chat import CUT, NO_API_KEY, _said, _status_error
 from harness.tokens import ESTIMATE, TokenCounter
@@ -132,6 +135,7 @@ class AnthropicProvider:
     _clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, AsyncAnthropic] = field(
         default_factory=weakref.WeakKeyDictionary, repr=False, compare=False
     )
+    _pieces: Pieces = field(default_factory=Pieces, repr=False, compare=False)
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
         opened = await with_retries(lambda: self._open(request), self.retry)
@@ -147,15 +151,45 @@ class AnthropicProvider:
         yield ResponseDone(response=assembly.response())
 
     def body(self, request: ModelRequest) -> dict[str, Any]:
-        """The request's parameters, as the SDK sends them (the contract tests read them)."""
+        """The request as plain JSON values: what `encoded` sends, built without the cache."""
         system, messages = request_messages(request.messages, self.card.model)
+        if messages:
+            messages[-1]["content"][-1]["cache_control"] = CACHE
+        return self._fields(request, system, messages)
+
+    def encoded(self, request: ModelRequest) -> bytes:
+        """`body` as the bytes sent, each message's blocks encoded once while in context."""
+        system = [{"type": "text", "text": m.text} for m in request.messages
+                  if isinstance(m, SystemMessage) and m.text]  # fmt: skip
+        turns: list[tuple[str, list[bytes]]] = []
+        for message, replay in replayed(request.messages):
+            if isinstance(message, SystemMessage):
+                continue
+            role = "assistant" if isinstance(message, AssistantMessage) else "user"
+            blocks = self._blocks_of(message, replay)
+            if not blocks:
+                continue
+            if turns and turns[-1][0] == role:
+                turns[-1][1].extend(blocks)
+            else:
+                turns.append((role, list(blocks)))
+        if turns:
+            last = turns[-1][1]
+            last[-1] = with_field(last[-1], "cache_control", CACHE)
+        encoded = [obj([("role", role), ("content", array(blocks))]) for role, blocks in turns]
+        return obj(self._fields(request, system, array(encoded)).items())
+
+    def _blocks_of(self, message: Message, replay: bool) -> tuple[bytes, ...]:
+        model = self.card.model
+        make = lambda: tuple(dumps(b) for b in message_blocks(message, model, replay))  # noqa: E731
+        return self._pieces.get(message, replay, make)
+
+    def _fields(self, request: ModelRequest, system: list[Block], messages: Any) -> dict[str, Any]:
         tools = [_tool(spec) for spec in request.tools]
         if system:
             system[-1]["cache_control"] = CACHE
         elif tools:
             tools[-1]["cache_control"] = CACHE
-        if messages:
-            messages[-1]["content"][-1]["cache_control"] = CACHE
         body: dict[str, Any] = {
             "model": self.card.model,
             "max_tokens": request.max_output_tokens or self.card.max_output_tokens,
@@ -183,7 +217,13 @@ class AnthropicProvider:
 
     async def _open(self, request: ModelRequest) -> Opened[RawMessageStreamEvent]:
         with _translated():
-            stream: Events = await self._client().messages.create(**self.body(request))
+            stream = await self._client().post(
+                "/v1/messages",
+                content=self.encoded(request),
+                cast_to=SdkMessage,
+                stream=True,
+                stream_cls=Events,
+            )
         return await first_event(stream, _translated)
 
     def _client(self) -> AsyncAnthropic:
@@ -208,23 +248,13 @@ def request_messages(
     """The system blocks and the turns, consecutive turns of one role merged."""
     system: list[Block] = []
     turns: list[dict[str, Any]] = []
-    users = [i for i, message in enumerate(messages) if isinstance(message, UserMessage)]
-    loop_start = users[-1] + 1 if users else 0
-    for index, message in enumerate(messages):
-        match message:
-            case SystemMessage(text=text):
-                if text:
-                    system.append({"type": "text", "text": text})
-                continue
-            case UserMessage(text=text):
-                role, blocks = "user", [{"type": "text", "text": text}] if text else []
-            case ToolResultMessage():
-                role, blocks = "user", [_result(message)]
-            case AssistantMessage():
-                role = "assistant"
-                blocks = assistant_blocks(message, model, replay=index >= loop_start)
-            case _:
-                assert_never(message)
+    for message, replay in replayed(messages):
+        if isinstance(message, SystemMessage):
+            if message.text:
+                system.append({"type": "text", "text": message.text})
+            continue
+        role = "assistant" if isinstance(message, AssistantMessage) else "user"
+        blocks = message_blocks(message, model, replay)
         if not blocks:
             continue  # the API refuses an empty turn or an empty text block
         if turns and turns[-1]["role"] == role:
@@ -232,6 +262,28 @@ def request_messages(
         else:
             turns.append({"role": role, "content": blocks})
     return system, turns
+
+
+def replayed(messages: tuple[Message, ...]) -> Iterator[tuple[Message, bool]]:
+    """Each message, and whether thinking is replayed on it: the current tool loop's."""
+    users = [i for i, message in enumerate(messages) if isinstance(message, UserMessage)]
+    loop_start = users[-1] + 1 if users else 0
+    for index, message in enumerate(messages):
+        yield message, index >= loop_start
+
+
+def message_blocks(message: Message, model: str, replay: bool) -> list[Block]:
+    match message:
+        case SystemMessage():
+            return []
+        case UserMessage(text=text):
+            return [{"type": "text", "text": text}] if text else []
+        case ToolResultMessage():
+            return [_result(message)]
+        case AssistantMessage():
+            return assistant_blocks(message, model, replay=replay)
+        case _:
+            assert_never(message)
 
 
 def _result(message: ToolResultMessage) -> Block:

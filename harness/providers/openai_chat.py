@@ -9,7 +9,9 @@ assistant message only where the card's `reasoning_replay` rule says so (`never`
 default; `tool_turns`: the assistant messages after the last user message; `always`).
 A stream that ends before its finish reason, or a chunk that is not JSON, is a
 `ProviderError`: no half reply is returned. A client is kept per event loop, since pooled
-connections must not cross loops.
+connections must not cross loops. The body is built here as JSON bytes
+(`harness.providers.encoding`) and sent through the SDK's low-level `post`, so the SDK's
+per-message transform never runs on the history.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ import httpx
 import openai
 from openai import AsyncOpenAI, AsyncStream
 from openai.types.chat import (
+    ChatCompletion,
     ChatCompletionChunk,
     ChatCompletionFunctionToolParam,
     ChatCompletionMessageParam,
@@ -63,6 +66,7 @@ from harness.providers.base import (
     usage_checked,
     with_retries,
 )
+from harness.providers.encoding import Pieces, array, dumps, obj
 from harness.providers.guard import ConnectCheck, client_of_loop, guarded
 from harness.providers.overflow import is_overflow
 from harness.providers.tokenizers import openai_counter
@@ -99,6 +103,7 @@ class OpenAIChatProvider:
     _clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, AsyncOpenAI] = field(
         default_factory=weakref.WeakKeyDictionary, repr=False, compare=False
     )
+    _pieces: Pieces = field(default_factory=Pieces, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         self.counter = openai_counter(self.card.model, self.card.base_url)
@@ -118,15 +123,43 @@ class OpenAIChatProvider:
             raise ProviderError(CUT, code="server_error", retryable=True)
         yield ResponseDone(response=assembly.response())
 
+    def body(self, request: ModelRequest) -> dict[str, Any]:
+        """The request as plain JSON values: what `encoded` sends, built without the cache."""
+        fields = self._fields(request)
+        return {"messages": messages(request.messages, self.card.reasoning_replay)} | fields
+
+    def encoded(self, request: ModelRequest) -> bytes:
+        """`body` as the bytes sent, each message's encoding reused from earlier calls."""
+        rule = self.card.reasoning_replay
+        loop_start = tool_loop_start(request.messages)
+        pieces = [
+            self._piece(message, replays(rule, index, loop_start))
+            for index, message in enumerate(request.messages)
+        ]
+        return obj([("messages", array(pieces)), *self._fields(request).items()])
+
+    def _piece(self, message: Message, replay: bool) -> bytes:
+        make = lambda: (dumps(_message(message, replay=replay)),)  # noqa: E731
+        return self._pieces.get(message, replay, make)[0]
+
+    def _fields(self, request: ModelRequest) -> dict[str, Any]:
+        fields: dict[str, Any] = {"model": self.card.model}
+        if request.tools:
+            fields["tools"] = [_tool(spec) for spec in request.tools]
+        fields["max_tokens"] = request.max_output_tokens or self.card.max_output_tokens
+        fields["stream"] = True
+        fields["stream_options"] = {"include_usage": True}
+        return fields
+
     async def _open(self, request: ModelRequest) -> Opened[ChatCompletionChunk]:
         with _translated():
-            stream = await self._client().chat.completions.create(
-                model=self.card.model,
-                messages=messages(request.messages, self.card.reasoning_replay),
-                tools=[_tool(spec) for spec in request.tools] or openai.omit,
-                max_tokens=request.max_output_tokens or self.card.max_output_tokens,
+            stream = await self._client().post(
+                "/chat/completions",
+                content=self.encoded(request),
+                options={"security": {"bearer_auth": True}},
+                cast_to=ChatCompletion,
                 stream=True,
-                stream_options={"include_usage": True},
+                stream_cls=Chunks,
             )
         return await first_event(stream, _translated)
 

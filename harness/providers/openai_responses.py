@@ -8,6 +8,7 @@ preceded, with those items' ids) on every later call to the same model. Reasonin
 stream as `ReasoningDelta`s. One retry mechanism, as in `openai_chat`: `with_retries` wraps
 only the opening of the stream; a stream that ends before `response.completed` (or
 `response.incomplete`), or fails, is a `ProviderError` and no half reply is returned.
+The body goes as JSON bytes through the SDK's low-level `post` (see `openai_chat`).
 """
 
 from __future__ import annotations
@@ -62,6 +63,7 @@ from harness.providers.base import (
     usage_checked,
     with_retries,
 )
+from harness.providers.encoding import Pieces, array, dumps, obj
 from harness.providers.guard import ConnectCheck, client_of_loop, guarded
 from harness.providers.openai_chat import CUT, NO_API_KEY, _status_error, _translated
 from harness.providers.overflow import is_overflow
@@ -100,6 +102,7 @@ class OpenAIResponsesProvider:
     _clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, AsyncOpenAI] = field(
         default_factory=weakref.WeakKeyDictionary, repr=False, compare=False
     )
+    _pieces: Pieces = field(default_factory=Pieces, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         self.counter = openai_counter(self.card.model, self.card.base_url)
@@ -118,8 +121,27 @@ class OpenAIResponsesProvider:
         yield ResponseDone(response=assembly.response())
 
     def body(self, request: ModelRequest) -> dict[str, Any]:
-        """The request's parameters, as the SDK sends them (the contract tests read them)."""
+        """The request as plain JSON values: what `encoded` sends, built without the cache."""
         instructions, items = input_items(request.messages, self.card.model)
+        return self._fields(request, instructions, items)
+
+    def encoded(self, request: ModelRequest) -> bytes:
+        """`body` as the bytes sent, each message's items encoded once while in context."""
+        messages = request.messages
+        first = messages[0] if messages else None
+        instructions = first.text if isinstance(first, SystemMessage) else None
+        rest = messages[1:] if instructions is not None else messages
+        pieces = [piece for message in rest for piece in self._items_of(message)]
+        return obj(self._fields(request, instructions, array(pieces)).items())
+
+    def _items_of(self, message: Message) -> tuple[bytes, ...]:
+        model = self.card.model
+        make = lambda: tuple(dumps(item) for item in message_items(message, model))  # noqa: E731
+        return self._pieces.get(message, None, make)
+
+    def _fields(
+        self, request: ModelRequest, instructions: str | None, items: Any
+    ) -> dict[str, Any]:
         body: dict[str, Any] = {
             "model": self.card.model,
             "input": items,
@@ -138,7 +160,14 @@ class OpenAIResponsesProvider:
 
     async def _open(self, request: ModelRequest) -> Opened[ResponseStreamEvent]:
         with _translated():
-            stream: Events = await self._client().responses.create(**self.body(request))
+            stream = await self._client().post(
+                "/responses",
+                content=self.encoded(request),
+                options={"security": {"bearer_auth": True}},
+                cast_to=Response,
+                stream=True,
+                stream_cls=Events,
+            )
         return await first_event(stream, _translated, _raise_failure)
 
     def _client(self) -> AsyncOpenAI:
@@ -162,24 +191,27 @@ def input_items(messages: tuple[Message, ...], model: str) -> tuple[str | None, 
     instructions: str | None = None
     items: list[Item] = []
     for index, message in enumerate(messages):
-        match message:
-            case SystemMessage(text=text):
-                if index == 0:
-                    instructions = text
-                else:
-                    items.append({"role": "developer", "content": text})
-            case UserMessage(text=text):
-                items.append({"role": "user", "content": text})
-            case AssistantMessage():
-                items.extend(assistant_items(message, model))
-            case ToolResultMessage():
-                output = f"Error: {message.text}" if message.is_error else message.text
-                items.append(
-                    {"type": "function_call_output", "call_id": message.call_id, "output": output}
-                )
-            case _:
-                assert_never(message)
+        if index == 0 and isinstance(message, SystemMessage):
+            instructions = message.text
+        else:
+            items.extend(message_items(message, model))
     return instructions, items
+
+
+def message_items(message: Message, model: str) -> list[Item]:
+    """One message's input items, wherever it stands (but a leading system message)."""
+    match message:
+        case SystemMessage(text=text):
+            return [{"role": "developer", "content": text}]
+        case UserMessage(text=text):
+            return [{"role": "user", "content": text}]
+        case AssistantMessage():
+            return assistant_items(message, model)
+        case ToolResultMessage():
+            output = f"Error: {message.text}" if message.is_error else message.text
+            return [{"type": "function_call_output", "call_id": message.call_id, "output": output}]
+        case _:
+            assert_never(message)
 
 
 def assistant_items(message: AssistantMessage, model: str) -> list[Item]:

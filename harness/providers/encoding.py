@@ -1,0 +1,98 @@
+"""Request bodies as JSON bytes, each message encoded once and reused while it is in context.
+
+A wire builds its body as plain JSON and hands the bytes to its SDK's low-level `post`, so the
+SDK's per-message TypedDict transform never walks the history (auth, retries, SSE parsing and
+errors stay the SDK's). `dumps` encodes as the SDKs do (UTF-8, compact, no NaN), and the
+pieces compose: `obj([(k, v), …])` is byte for byte `dumps(dict([(k, v), …]))`, with a value
+given as `Raw` bytes taken as already encoded.
+
+Log entries never change once written, and the context builder hands the same `Message`
+object for the same entry from call to call (`harness.context_cache`), so `Pieces` keeps each
+message's encoding by the message's identity and what else decides its form (the replay
+rule's answer, its place): the next request costs its new messages, not the whole context.
+Identity is safe as a key because the cache holds the message itself, so its id cannot be
+reused while the entry lives; the cache is bounded in items and bytes, least recently used
+first out.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Hashable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+MAX_PIECES = 50_000
+MAX_BYTES = 64 * 1024 * 1024
+
+
+def dumps(value: Any) -> bytes:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode()
+
+
+@dataclass(frozen=True, slots=True)
+class Raw:
+    """JSON that is already encoded."""
+
+    data: bytes
+
+
+def array(items: Iterable[bytes]) -> Raw:
+    return Raw(b"[" + b",".join(items) + b"]")
+
+
+def obj(fields: Iterable[tuple[str, Any]]) -> bytes:
+    parts = [
+        dumps(key) + b":" + (value.data if isinstance(value, Raw) else dumps(value))
+        for key, value in fields
+    ]
+    return b"{" + b",".join(parts) + b"}"
+
+
+def with_field(encoded: bytes, key: str, value: Any) -> bytes:
+    """An encoded object with one more field at its end, as setting the key on the dict would
+    give (the key must be new)."""
+    extra = dumps(key) + b":" + dumps(value)
+    return encoded[:-1] + (b"," if encoded != b"{}" else b"") + extra + b"}"
+
+
+class Pieces:
+    """Encoded forms of messages, by the message's identity and a key for what else decides
+    the form. Thread safe: one provider serves every session on its card."""
+
+    def __init__(self, max_items: int = MAX_PIECES, max_bytes: int = MAX_BYTES) -> None:
+        self.max_items = max_items
+        self.max_bytes = max_bytes
+        self.size = 0
+        self._items: OrderedDict[tuple[int, Hashable], tuple[object, tuple[bytes, ...], int]] = (
+            OrderedDict()
+        )
+        self._lock = threading.Lock()
+
+    def get(
+        self, message: object, key: Hashable, make: Callable[[], tuple[bytes, ...]]
+    ) -> tuple[bytes, ...]:
+        """The encoded pieces of `message` under `key`, made by `make` when not kept."""
+        slot = (id(message), key)
+        with self._lock:
+            kept = self._items.get(slot)
+            if kept is not None and kept[0] is message:
+                self._items.move_to_end(slot)
+                return kept[1]
+        value = make()
+        size = sum(len(piece) for piece in value)
+        with self._lock:
+            old = self._items.pop(slot, None)
+            if old is not None:
+                self.size -= old[2]
+            self._items[slot] = (message, value, size)
+            self.size += size
+            while self._items and (len(self._items) > self.max_items or self.size > self.max_bytes):
+                _, (_, _, dropped) = self._items.popitem(last=False)
+                self.size -= dropped
+        return value
+
+    def __len__(self) -> int:
+        return len(self._items)
