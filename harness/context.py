@@ -20,10 +20,11 @@ not in view is left out.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, Literal, assert_never
+from typing import Any, Literal, TypeVar, assert_never
 
+from harness.context_cache import Count, EntryCache, Form
 from harness.messages import (
     AssistantMessage,
     LogEntry,
@@ -38,6 +39,7 @@ from harness.messages import (
 from harness.skills import LOAD_SKILL, Skill, loaded_skills_text, skills_index
 from harness.tokens import ESTIMATE, TokenCounter, estimate_tokens
 
+Fixed = TypeVar("Fixed", SystemMessage, UserMessage)
 BlockKind = Literal["system", "skills", "memory", "summary", "state", "entry"]
 MISSING_RESULT = "No result was recorded for this call (the turn was interrupted)."
 PREVIEW_CHARS = 8_000
@@ -90,6 +92,7 @@ def assemble(
     memory: str = "",
     skills: Sequence[Skill] = (),
     skills_budget: int | None = None,
+    cache: EntryCache | None = None,
 ) -> Context:
     """`entries` are the log from the latest cut on (plus the latest boundary, wherever it is).
 
@@ -97,7 +100,8 @@ def assemble(
     no fold ever summarises it and a teammate's edit reaches the next call. `skills` are the
     session's selected skills: their index joins the system message, and the bodies of those
     the latest boundary carried as loaded are attached after its state, within
-    `skills_budget` tokens."""
+    `skills_budget` tokens. With the session's `cache`, entries already shown on an earlier
+    call cost a look-up (the result is the same, object for object)."""
     blocks: list[Block] = []
     messages: list[Message] = []
     index = skills_index(skills)
@@ -111,7 +115,7 @@ def assemble(
         blocks.append(counted(counter, kind="memory", role="system", text=memory))
     system = "\n\n".join(text for text in (system_prompt, index, memory) if text)
     if system:
-        messages.append(SystemMessage(text=system))
+        messages.append(fixed(cache, SystemMessage(text=system)))
     boundary = latest_boundary(entries)
     cut = int(boundary.data.get("first_kept_seq", 0)) if boundary else 0
     view = View(
@@ -138,15 +142,13 @@ def assemble(
                 )
         for block in after:
             blocks.append(block)
-            messages.append(UserMessage(text=block.text))
+            messages.append(fixed(cache, UserMessage(text=block.text)))
     shortened: list[int] = []
-    for entry, message in paired(entry_messages(visible, view, shortened)):
+    for entry, message in paired(entry_messages(visible, view, shortened, cache)):
         messages.append(message)
-        blocks.append(
-            counted(
-                counter, kind="entry", role=message.kind, text=message_text(message), seq=entry.seq
-            )  # fmt: skip
-        )
+        blocks.append(entry_block(counter, entry, message, cache))
+    if cache is not None:
+        cache.keep_only({e.seq for e in visible}, {(m.kind, m.text) for m in messages})
     return Context(
         blocks=tuple(blocks),
         messages=tuple(messages),
@@ -243,27 +245,83 @@ def message_text(message: Message) -> str:
 
 
 def entry_messages(
-    entries: Sequence[LogEntry], view: View | None = None, shortened: list[int] | None = None
+    entries: Sequence[LogEntry],
+    view: View | None = None,
+    shortened: list[int] | None = None,
+    cache: EntryCache | None = None,
 ) -> list[tuple[LogEntry, Message]]:
     """The model-visible entries as messages, in log order; `shortened` collects the seqs
     shown as head and tail."""
     view = view or View()
     out: list[tuple[LogEntry, Message]] = []
     for entry in entries:
-        message = entry_message(entry)
+        if cache is None:
+            message, short = shown(entry, entry_message(entry), view)
+        else:
+            message, short = cached_shown(cache, entry, view)
         if message is None:
             continue
-        if isinstance(message, ToolResultMessage) and entry.seq < view.cleared_before:
-            text = f'[Output cleared to save context. read_entry {{"seq": {entry.seq}}} returns it whole.]'
-            message = replace(message, text=text)
-        elif entry.kind in SHORTENED_KINDS:
-            short = fitted(message_text(message), entry, view)
-            if short is not None:
-                message = replace(message, text=short)
-                if shortened is not None:
-                    shortened.append(entry.seq)
+        if short and shortened is not None:
+            shortened.append(entry.seq)
         out.append((entry, message))
     return out
+
+
+def shown(entry: LogEntry, message: Message | None, view: View) -> tuple[Message | None, bool]:
+    """The entry's message as the view shows it, and whether it is cut to head and tail."""
+    if message is None:
+        return None, False
+    if isinstance(message, ToolResultMessage) and entry.seq < view.cleared_before:
+        text = (
+            f'[Output cleared to save context. read_entry {{"seq": {entry.seq}}} returns it whole.]'
+        )
+        return replace(message, text=text), False
+    if entry.kind in SHORTENED_KINDS:
+        short = fitted(message_text(message), entry, view)
+        if short is not None:
+            return replace(message, text=short), True
+    return message, False
+
+
+def cached_shown(cache: EntryCache, entry: LogEntry, view: View) -> tuple[Message | None, bool]:
+    """`shown`, made again only when what decides it differs from the kept form's."""
+    kept = cache.entry(entry, entry_message)
+    base = kept.base
+    key: Hashable = None
+    if isinstance(base, ToolResultMessage) and entry.seq < view.cleared_before:
+        key = "cleared"
+    elif base is not None and entry.kind in SHORTENED_KINDS:
+        limit = view.entry_limit
+        tokens = view.counter.count(message_text(base)) if limit is not None else None
+        key = (view.preview_chars, limit, tokens)
+    form = kept.form
+    if form is None or form.key != key:
+        message, short = shown(entry, base, view)
+        form = kept.form = Form(key=key, message=message, shortened=short)
+    return form.message, form.shortened
+
+
+def entry_block(
+    counter: TokenCounter, entry: LogEntry, message: Message, cache: EntryCache | None
+) -> Block:
+    kept = cache.kept.get(entry.seq) if cache is not None else None
+    if kept is None or kept.form is None or kept.form.message is not message:
+        text = message_text(message)
+        return counted(counter, kind="entry", role=message.kind, text=text, seq=entry.seq)
+    count = kept.count
+    if count is None or count.message is not message or count.counter != counter:
+        same = count is not None and count.message is message
+        shown_text = count.block.text if same and count else message_text(message)
+        block = counted(counter, kind="entry", role=message.kind, text=shown_text, seq=entry.seq)
+        count = kept.count = Count(message=message, counter=counter, block=block)
+    block = count.block
+    assert isinstance(block, Block)
+    return block
+
+
+def fixed(cache: EntryCache | None, message: Fixed) -> Fixed:
+    """`message`, or the same one kept from an earlier call (the same object)."""
+    return message if cache is None else cache.message(message)
 
 
 def fitted(text: str, entry: LogEntry, view: View) -> str | None:

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from harness.compaction.policy import Policy
 from harness.context import Context, assemble
+from harness.context_cache import EntryCache, entry_cache
 from harness.memory import MemoryBlock, MemorySource, MemorySpace, render_memory
 from harness.messages import LogEntry, ToolSpec
 from harness.ports import EventSink, TranscriptStore
@@ -72,6 +73,7 @@ def session_context(
     policy: Policy,
     memory: Sequence[MemorySpace] = (),
     skills: Sequence[Skill] = (),
+    cache: EntryCache | None = None,
 ) -> SessionView:
     policy = policy.within(state.effective_window)
     counter = counter.calibrated(state.calibration, state.calibrated_on)
@@ -85,6 +87,7 @@ def session_context(
         memory=block.text,
         skills=skills,
         skills_budget=policy.skills_budget,
+        cache=cache,
     )
     return SessionView(
         context=context,
@@ -102,7 +105,8 @@ def policy_of(config: TurnConfig) -> Policy:
 
 
 async def read_view(config: TurnConfig, deps: Deps) -> SessionView:
-    """The session as the next model call would see it, from the store."""
+    """The session as the next model call would see it, from the store; the entries shown
+    on the session's earlier calls are reused (`harness.context_cache`)."""
     return session_context(
         system_prompt=config.system_prompt,
         tools=[tool.spec for tool in deps.tools.values()],
@@ -113,4 +117,5 @@ async def read_view(config: TurnConfig, deps: Deps) -> SessionView:
         policy=policy_of(config),
         memory=await deps.memory.selected(config.session_id) if deps.memory else (),
         skills=await deps.skills.selected(config.session_id) if deps.skills else (),
+        cache=entry_cache(config.session_id),
     )

@@ -180,6 +180,7 @@ class AnthropicProvider:
         return obj(self._fields(request, system, array(encoded)).items())
 
     def _blocks_of(self, message: Message, replay: bool) -> tuple[bytes, ...]:
+        replay = replay and isinstance(message, AssistantMessage) and bool(message.provider_details)
         model = self.card.model
         make = lambda: tuple(dumps(b) for b in message_blocks(message, model, replay))  # noqa: E731
         return self._pieces.get(message, replay, make)

@@ -139,6 +139,7 @@ class OpenAIChatProvider:
         return obj([("messages", array(pieces)), *self._fields(request).items()])
 
     def _piece(self, message: Message, replay: bool) -> bytes:
+        replay = replay and isinstance(message, AssistantMessage) and bool(message.reasoning)
         make = lambda: (dumps(_message(message, replay=replay)),)  # noqa: E731
         return self._pieces.get(message, replay, make)[0]
 

@@ -1,0 +1,153 @@
+"""Incremental request building: a request built from the session's kept entries and kept
+encodings is byte for byte the request built from nothing, on every wire, call after call, as
+the log grows, the counter is recalibrated, entries are cut to head and tail, tool outputs are
+cleared and a compaction boundary moves the cut; and the compaction request too.
+
+The reference is independent of the caches: a fresh provider's `body()` (plain dicts, no
+`Pieces`), encoded with the standard `json.dumps` the way the SDKs encode a body."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict
+from typing import Any
+
+import pytest
+
+from harness.compaction.policy import Policy
+from harness.compaction.prompts import summary_request
+from harness.context_cache import EntryCache
+from harness.messages import LogEntry, ModelRequest
+from harness.providers.anthropic import AnthropicProvider
+from harness.providers.base import CardConfig
+from harness.providers.openai_chat import OpenAIChatProvider
+from harness.providers.openai_responses import OpenAIResponsesProvider
+from harness.runtime import SessionView, session_context
+from harness.state import SessionState
+from harness.tokens import ESTIMATE
+from harness.tools import builtin_tools
+
+MODEL = "m"
+WIRES = {
+    "openai_chat": lambda: OpenAIChatProvider(
+        card=CardConfig(wire="openai_chat", model=MODEL, reasoning_replay="tool_turns")
+    ),
+    "openai_responses": lambda: OpenAIResponsesProvider(
+        card=CardConfig(wire="openai_responses", model=MODEL)
+    ),
+    "anthropic": lambda: AnthropicProvider(card=CardConfig(wire="anthropic", model=MODEL)),
+}
+WINDOW = 16_000  # an entry over half of it (8,000 tokens) is cut to head and tail
+Provider = OpenAIChatProvider | OpenAIResponsesProvider | AnthropicProvider
+
+
+def reference(request: ModelRequest, wire: str) -> bytes:
+    body = WIRES[wire]().body(request)
+    return json.dumps(body, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode()
+
+
+def turn(seq: int, n: int) -> list[LogEntry]:
+    """A user message, a reply calling a tool (with reasoning and each wire's details), the
+    result (every seventh one far too large to show whole), and the final reply."""
+    call = f"call_{n}"
+    details = {
+        "openai_responses": {"model": MODEL, "output": [
+            {"type": "reasoning", "id": f"rs_{n}", "summary": [], "encrypted_content": "e" * 50},
+            {"type": "function_call", "id": f"fc_{n}", "call_id": call}]},
+        "anthropic": {"model": MODEL, "content": [
+            {"type": "thinking", "thinking": "hm", "signature": "s" * 40},
+            {"type": "tool_use", "id": call}]},
+    }  # fmt: skip
+    output = ("line é ✓\n" * 5_000) if n % 7 == 3 else f"output {n} " * 30
+    said = f'Step {n}: look at file {n}, "quoted" ✓.'
+    if n == 1:  # fits at the first calibration, too large from the second on
+        said += " paste" * 5_200
+    return [
+        LogEntry(seq=seq, kind="user", content=said),
+        LogEntry(seq=seq + 1, kind="assistant", content="", data={
+            "tool_calls": [{"id": call, "name": "read_entry", "arguments": json.dumps({"seq": n})}],
+            "reasoning": f"thinking about {n}", "provider_details": details}),
+        LogEntry(seq=seq + 2, kind="tool_result", content=output,
+                 data={"call_id": call, "name": "read_entry"}),
+        LogEntry(seq=seq + 3, kind="assistant", content=f"File {n} is fine."),
+    ]  # fmt: skip
+
+
+def boundary(seq: int, cut: int, cleared: int) -> LogEntry:
+    carried = {"tasks": [{"status": "doing", "text": "check the files"}]}
+    return LogEntry(seq=seq, kind="boundary", content="Files 0-5 were read; all fine.",
+                    data={"first_kept_seq": cut, "cleared_before": cleared, "carried": carried})  # fmt: skip
+
+
+def view(entries: list[LogEntry], calls: int, cache: EntryCache | None) -> SessionView:
+    return session_context(
+        system_prompt="You are careful.",
+        tools=[tool.spec for tool in builtin_tools().values()],
+        capabilities=WIRES["openai_chat"]().capabilities,
+        entries=entries,
+        state=SessionState(calibration=1.0 + (calls // 3) / 10, calibrated_on=calls),
+        counter=ESTIMATE,
+        policy=Policy(window=WINDOW, max_output_tokens=500),
+        cache=cache,
+    )
+
+
+def context_entries(log: list[LogEntry]) -> list[LogEntry]:
+    """As the stores read it: the latest boundary and the entries from its cut on, each a
+    new object, as every read from the database gives."""
+    last = next((e for e in reversed(log) if e.kind == "boundary"), None)
+    cut = int(last.data["first_kept_seq"]) if last else 0
+    fresh = [LogEntry(**json.loads(json.dumps(asdict(e)))) for e in log]
+    return [
+        e
+        for e in fresh
+        if e.seq == (last.seq if last else -1) or (e.seq >= cut and e.kind != "boundary")
+    ]
+
+
+@pytest.mark.parametrize("wire", list(WIRES))
+def test_a_cached_build_is_byte_for_byte_the_uncached_one_across_a_boundary(wire: str) -> None:
+    provider = WIRES[wire]()
+    cache = EntryCache()
+    log: list[LogEntry] = []
+    calls = 0
+    for n in range(16):
+        log += turn(len(log) + 1, n)
+        if n == 9:
+            log.append(boundary(len(log) + 1, cut=21, cleared=31))
+        for upto in (len(log) - 2, len(log)):  # mid-loop (the tool loop open) and after
+            entries = context_entries(log[:upto])
+            cached, plain = view(entries, calls, cache), view(entries, calls, None)
+            calls += 1
+            assert cached.context == plain.context
+            request = cached.context.request(500)
+            assert provider.encoded(request) == reference(plain.context.request(500), wire)
+        if n == 1:
+            assert 5 in cached.context.shortened, "the paste is cut once recalibrated"
+    assert cached.context.shortened, "the large outputs are shown as head and tail"
+    summary = summary_args(cached)
+    assert provider.encoded(summary_request(cached.context, **summary)) == reference(
+        summary_request(plain.context, **summary), wire
+    )
+
+
+def summary_args(view: SessionView) -> dict[str, Any]:
+    return {"anchor": None, "has_previous": True, "budget": 400, "instructions": None,
+            "max_output_tokens": 500}  # fmt: skip
+
+
+@pytest.mark.parametrize("wire", list(WIRES))
+def test_the_next_request_encodes_only_its_new_messages(wire: str) -> None:
+    provider: Any = WIRES[wire]()
+    cache = EntryCache()
+    log = turn(1, 0) + turn(5, 1)
+    first = view(context_entries(log), 0, cache).context
+    provider.encoded(first.request(500))
+    kept = len(provider._pieces)
+    log += turn(9, 2)
+    second = view(context_entries(log), 0, cache).context
+    assert all(a is b for a, b in zip(first.messages, second.messages, strict=False))
+    provider.encoded(second.request(500))
+    new = len(second.messages) - len(first.messages)
+    flipped = 1  # the reply whose reasoning was replayed in its tool loop, now past it
+    assert len(provider._pieces) - kept <= new + flipped
