@@ -26,6 +26,7 @@ question for the user). The context hands a tool the state as of its call and th
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -114,10 +115,8 @@ class TypedTool(Generic[ArgsT]):
     Args: type[ArgsT]
 
     def __init__(self) -> None:
-        self.schema = parameters(self.Args)
-        self.spec = ToolSpec(
-            name=self.name, description=self.description, parameters=unbounded(self.schema)
-        )
+        self.schema, shown = schemas(self.Args)
+        self.spec = ToolSpec(name=self.name, description=self.description, parameters=shown)
 
     async def run(self, arguments: Mapping[str, Any], context: ToolContext) -> ToolOutcome:
         given = {k: v for k, v in arguments.items() if v is not None}
@@ -132,6 +131,14 @@ class TypedTool(Generic[ArgsT]):
 
 
 # The schema ------------------------------------------------------------------------------
+
+
+@functools.lru_cache(maxsize=128)
+def schemas(model: type[BaseModel]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The validation schema and the one the model reads, made once per `Args` (pydantic's
+    schema generation costs milliseconds, and every turn builds its tools); read-only."""
+    schema = parameters(model)
+    return schema, unbounded(schema)
 
 
 def parameters(model: type[BaseModel]) -> dict[str, Any]:
