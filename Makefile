@@ -36,8 +36,20 @@ test: install chromium
 test-fast: install
 	$(BIN)/pytest -m "not e2e and not localmodel and not contract"
 
-bench: install
-	@for script in bench/*.py; do echo "== $$script"; $(BIN)/python $$script || exit 1; done
+# openai-agents 0.24 needs openai 3, which Horsie's openai 2 cannot share a virtualenv with:
+# the side-by-side benchmark runs in its own, and starts Horsie from .venv.
+BENCH_VENV := .venv-bench
+
+$(BENCH_VENV)/.installed: bench/requirements-agents.txt
+	test -d $(BENCH_VENV) || $(PYTHON) -m venv $(BENCH_VENV)
+	$(BENCH_VENV)/bin/pip install --quiet -r bench/requirements-agents.txt
+	touch $@
+
+bench: install $(BENCH_VENV)/.installed
+	@for script in bench/*.py; do \
+	  case $$script in bench/_*|bench/mock_*|bench/side_by_side.py) continue;; esac; \
+	  echo "== $$script"; $(BIN)/python $$script || exit 1; done
+	@echo "== bench/side_by_side.py"; $(BENCH_VENV)/bin/python bench/side_by_side.py $(BENCH_ARGS)
 
 # Refresh the lock from the ranges in pyproject.toml (run after changing a dependency).
 lock:
