@@ -1,9 +1,7 @@
 """The `anthropic` wire: Anthropic's Messages API through the official `anthropic` SDK.
 
-The system message is the `system` parameter; tool calls and results are `tool_use` and
-`tool_result` blocks, results in the user turn that follows the call, and consecutive
-messages of one role are merged into one, as the API requires. Every message is a list of
-blocks, so a message is the same bytes whichever position it has.
+The request's shape is `anthropic_request`'s. Every message is a list of blocks, so a message
+is the same bytes whichever position it has.
 
 Prompt caching: two `cache_control` breakpoints, one on the system block (tools and system
 are the stable head) and one on the last block of the request. The next turn, and the
@@ -28,9 +26,9 @@ import asyncio
 import contextlib
 import json
 import weakref
-from collections.abc import AsyncIterator, Iterator, Mapping
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
-from typing import Any, assert_never
+from typing import Any
 
 import anthropic
 import httpx
@@ -65,10 +63,16 @@ from harness.messages import (
     SystemMessage,
     TextDelta,
     ToolCall,
-    ToolResultMessage,
-    ToolSpec,
     Usage,
-    UserMessage,
+)
+from harness.providers.anthropic_request import (
+    CACHE,
+    DETAILS,
+    Block,
+    message_blocks,
+    replayed,
+    request_messages,
+    tool_param,
 )
 from harness.providers.base import (
     Capabilities,
@@ -90,8 +94,6 @@ from harness.tokens import ESTIMATE, TokenCounter
 
 WIRE = "anthropic"
 DEFAULT_TIMEOUT = 120.0
-DETAILS = "anthropic"  # this wire's key in `provider_details`
-CACHE = {"type": "ephemeral"}
 STOP_REASONS = {"end_turn": "stop", "stop_sequence": "stop", "tool_use": "tool_calls",
                 "max_tokens": "length"}  # fmt: skip
 # An error event inside a stream arrives with HTTP 200: its type names the status it stands for.
@@ -107,7 +109,6 @@ ERROR_STATUS = {
 }
 
 Events = AsyncStream[RawMessageStreamEvent]
-Block = dict[str, Any]
 
 
 def build(card: CardConfig, options: dict[str, Any]) -> AnthropicProvider:
@@ -186,7 +187,7 @@ class AnthropicProvider:
         return self._pieces.get(message, replay, make)
 
     def _fields(self, request: ModelRequest, system: list[Block], messages: Any) -> dict[str, Any]:
-        tools = [_tool(spec) for spec in request.tools]
+        tools = [tool_param(spec) for spec in request.tools]
         if system:
             system[-1]["cache_control"] = CACHE
         elif tools:
@@ -238,114 +239,6 @@ class AnthropicProvider:
                 http_client=guarded(self.connect_check, self.timeout),
             ),
         )
-
-
-# Request: our messages as Messages-API turns of blocks.
-
-
-def request_messages(
-    messages: tuple[Message, ...], model: str
-) -> tuple[list[Block], list[dict[str, Any]]]:
-    """The system blocks and the turns, consecutive turns of one role merged."""
-    system: list[Block] = []
-    turns: list[dict[str, Any]] = []
-    for message, replay in replayed(messages):
-        if isinstance(message, SystemMessage):
-            if message.text:
-                system.append({"type": "text", "text": message.text})
-            continue
-        role = "assistant" if isinstance(message, AssistantMessage) else "user"
-        blocks = message_blocks(message, model, replay)
-        if not blocks:
-            continue  # the API refuses an empty turn or an empty text block
-        if turns and turns[-1]["role"] == role:
-            turns[-1]["content"].extend(blocks)
-        else:
-            turns.append({"role": role, "content": blocks})
-    return system, turns
-
-
-def replayed(messages: tuple[Message, ...]) -> Iterator[tuple[Message, bool]]:
-    """Each message, and whether thinking is replayed on it: the current tool loop's."""
-    users = [i for i, message in enumerate(messages) if isinstance(message, UserMessage)]
-    loop_start = users[-1] + 1 if users else 0
-    for index, message in enumerate(messages):
-        yield message, index >= loop_start
-
-
-def message_blocks(message: Message, model: str, replay: bool) -> list[Block]:
-    match message:
-        case SystemMessage():
-            return []
-        case UserMessage(text=text):
-            return [{"type": "text", "text": text}] if text else []
-        case ToolResultMessage():
-            return [_result(message)]
-        case AssistantMessage():
-            return assistant_blocks(message, model, replay=replay)
-        case _:
-            assert_never(message)
-
-
-def _result(message: ToolResultMessage) -> Block:
-    block: Block = {"type": "tool_result", "tool_use_id": message.call_id}
-    if message.text:
-        block["content"] = message.text
-    if message.is_error:
-        block["is_error"] = True
-    return block
-
-
-def assistant_blocks(message: AssistantMessage, model: str, *, replay: bool) -> list[Block]:
-    """The reply's blocks in their order: thinking as it came (when replayed), the text and
-    the calls from the message."""
-    layout = _layout(message.provider_details, model)
-    calls = {call.id: call for call in message.tool_calls}
-    blocks: list[Block] = []
-    text_sent = not message.text
-    for kept in layout:
-        match kept.get("type"):
-            case "thinking" | "redacted_thinking" if replay:
-                blocks.append(dict(kept))
-            case "text" if not text_sent:
-                blocks.append({"type": "text", "text": message.text})
-                text_sent = True
-            case "tool_use" if kept.get("id") in calls:
-                blocks.append(_tool_use(calls.pop(kept["id"])))
-    if not text_sent:
-        blocks.append({"type": "text", "text": message.text})
-    blocks.extend(_tool_use(call) for call in calls.values())
-    return blocks
-
-
-def _layout(details: Mapping[str, Any] | None, model: str) -> list[Mapping[str, Any]]:
-    """Signatures are checked by the model that wrote them: another model gets none."""
-    mine = (details or {}).get(DETAILS)
-    if not isinstance(mine, Mapping) or mine.get("model") != model:
-        return []
-    content = mine.get("content")
-    if not isinstance(content, list):
-        return []
-    return [block for block in content if isinstance(block, Mapping)]
-
-
-def _tool_use(call: ToolCall) -> Block:
-    """The API takes the input as an object; arguments that were not one go back as text
-    under `arguments`, so nothing the model wrote is lost."""
-    try:
-        parsed = json.loads(call.arguments or "{}")
-    except ValueError:
-        parsed = None
-    arguments = parsed if isinstance(parsed, dict) else {"arguments": call.arguments}
-    return {"type": "tool_use", "id": call.id, "name": call.name, "input": arguments}
-
-
-def _tool(spec: ToolSpec) -> Block:
-    return {
-        "name": spec.name,
-        "description": spec.description,
-        "input_schema": dict(spec.parameters),
-    }
 
 
 # Response: events into deltas, blocks into a whole response.
