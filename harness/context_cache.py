@@ -21,7 +21,7 @@ from typing import Any, TypeVar
 from harness.messages import LogEntry, Message, SystemMessage, UserMessage
 from harness.tokens import TokenCounter
 
-SESSIONS_KEPT = 256
+SESSIONS_KEPT = 64
 Fixed = TypeVar("Fixed", SystemMessage, UserMessage)
 
 

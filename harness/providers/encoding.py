@@ -24,8 +24,8 @@ from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-MAX_PIECES = 50_000
-MAX_BYTES = 64 * 1024 * 1024
+MAX_PIECES = 20_000
+MAX_BYTES = 16 * 1024 * 1024  # about 4M tokens: some thirty full 128k contexts
 
 
 def dumps(value: Any) -> bytes:
