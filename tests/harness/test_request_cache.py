@@ -17,9 +17,10 @@ import pytest
 from harness.compaction.policy import Policy
 from harness.compaction.prompts import summary_request
 from harness.context_cache import EntryCache
-from harness.messages import LogEntry, ModelRequest
+from harness.messages import LogEntry, ModelRequest, UserMessage
 from harness.providers.anthropic import AnthropicProvider
 from harness.providers.base import CardConfig
+from harness.providers.encoding import Pieces
 from harness.providers.openai_chat import OpenAIChatProvider
 from harness.providers.openai_responses import OpenAIResponsesProvider
 from harness.runtime import SessionView, session_context
@@ -151,3 +152,19 @@ def test_the_next_request_encodes_only_its_new_messages(wire: str) -> None:
     new = len(second.messages) - len(first.messages)
     flipped = 1  # the reply whose reasoning was replayed in its tool loop, now past it
     assert len(provider._pieces) - kept <= new + flipped
+
+
+def test_kept_encodings_and_entries_stay_bounded() -> None:
+    pieces = Pieces(max_items=3, max_bytes=10)
+    messages = [UserMessage(text=str(n)) for n in range(5)]
+    for message in messages:
+        pieces.get(message, None, lambda m=message: (m.text.encode() * 3,))  # type: ignore[misc]
+    assert len(pieces) == 3 and pieces.size == 9
+    pieces.get(messages[4], "other", lambda: (b"x" * 8,))
+    assert pieces.size <= 10 and len(pieces) == 1
+    cache = EntryCache()
+    log = [entry for n in range(40) for entry in turn(1 + 4 * n, n)]
+    view(context_entries(log), 0, cache)
+    recent = log[-8:]
+    view(context_entries(recent), 0, cache)
+    assert set(cache.kept) == {e.seq for e in recent}
