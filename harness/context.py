@@ -22,9 +22,9 @@ from __future__ import annotations
 import json
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, Literal, TypeVar, assert_never
+from typing import Any, Literal, assert_never
 
-from harness.context_cache import Count, EntryCache, Form
+from harness.context_cache import Count, EntryCache, Fixed, Form
 from harness.messages import (
     AssistantMessage,
     LogEntry,
@@ -39,7 +39,6 @@ from harness.messages import (
 from harness.skills import LOAD_SKILL, Skill, loaded_skills_text, skills_index
 from harness.tokens import ESTIMATE, TokenCounter, estimate_tokens
 
-Fixed = TypeVar("Fixed", SystemMessage, UserMessage)
 BlockKind = Literal["system", "skills", "memory", "summary", "state", "entry"]
 MISSING_RESULT = "No result was recorded for this call (the turn was interrupted)."
 PREVIEW_CHARS = 8_000
