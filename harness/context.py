@@ -308,10 +308,15 @@ def entry_block(
         text = message_text(message)
         return counted(counter, kind="entry", role=message.kind, text=text, seq=entry.seq)
     count = kept.count
-    if count is None or count.message is not message or count.counter != counter:
-        same = count is not None and count.message is message
-        shown_text = count.block.text if same and count else message_text(message)
-        block = counted(counter, kind="entry", role=message.kind, text=shown_text, seq=entry.seq)
+    if count is None or count.message is not message:
+        text = message_text(message)
+        block = counted(counter, kind="entry", role=message.kind, text=text, seq=entry.seq)
+        count = kept.count = Count(message=message, counter=counter, block=block)
+    elif count.counter != counter:  # recalibrated: the text and its estimate stand
+        old = count.block
+        tokens = counter.count(old.text) + counter.overhead
+        block = Block(kind="entry", role=old.role, text=old.text, tokens=tokens, seq=old.seq,
+                      estimate=old.estimate)  # fmt: skip
         count = kept.count = Count(message=message, counter=counter, block=block)
     block = count.block
     assert isinstance(block, Block)
@@ -395,7 +400,8 @@ def paired(items: list[tuple[LogEntry, Message]]) -> list[tuple[LogEntry, Messag
             if open_calls.pop(message.call_id, None) is not None:
                 out.append((entry, message))
             continue
-        out.extend(close_open_calls(open_calls))
+        if open_calls:
+            out.extend(close_open_calls(open_calls))
         if isinstance(message, AssistantMessage):
             open_calls = {call.id: (entry, call) for call in message.tool_calls}
         out.append((entry, message))
