@@ -1,11 +1,12 @@
 """Request build time at a ~100k-token context, per wire: from the log entries to the bytes sent.
 
 The log is a long tool loop (reasoning and each wire's round-trip details on every reply, about
-400,000 characters). Timed, median of 15: the whole build with nothing kept (context assembly,
-the wire's body, the JSON encoding), and the next call's build after one more exchange with the
-session's kept entries and the wire's kept encodings (`harness.context_cache`,
-`harness.providers.encoding`). For reference, what the SDK's own TypedDict transform of the same
-body costs, which every call paid before the body was sent as bytes. Asserts nothing.
+400,000 characters). Timed in this thread's CPU time (the machine may be shared), median of 15:
+the whole build with nothing kept (context assembly, the wire's body, the JSON encoding), and
+the next call's build after one more exchange with the session's kept entries and the wire's
+kept encodings (`harness.context_cache`, `harness.providers.encoding`). For reference, what the
+SDK's own TypedDict transform of the same body costs, which every call paid before the body
+was sent as bytes. Asserts nothing.
 """
 
 from __future__ import annotations
@@ -81,9 +82,9 @@ def build(provider: Any, entries: list[LogEntry], cache: EntryCache | None) -> b
 def median_ms(run: Callable[[], Any], times: int = 15) -> float:
     spent = []
     for _ in range(times):
-        began = time.perf_counter()
+        began = time.thread_time()
         run()
-        spent.append(time.perf_counter() - began)
+        spent.append(time.thread_time() - began)
     return statistics.median(spent) * 1000
 
 
@@ -118,7 +119,7 @@ def main() -> None:
         ),
         "anthropic": lambda: AnthropicProvider(card=CardConfig(wire="anthropic", model=MODEL)),
     }
-    print(f"{ROUNDS} tool exchanges, {len(log)} entries; ms, median of 15")
+    print(f"{ROUNDS} tool exchanges, {len(log)} entries; CPU ms of this thread, median of 15")
     print(f"{'wire':18}{'~tokens':>9}{'nothing kept':>14}{'next call':>11}{'SDK transform':>15}")
     for wire, make in wires.items():
         entries, later = fresh(log), fresh(more)
@@ -127,9 +128,9 @@ def main() -> None:
         warm: list[float] = []
         for _ in range(15):
             build(provider, fresh(log), cache)
-            began = time.perf_counter()
+            began = time.thread_time()
             build(provider, later, cache)
-            warm.append(time.perf_counter() - began)
+            warm.append(time.thread_time() - began)
         sent = build(make(), later, None)
         body = make().body(json_request(provider, later))
         print(f"{wire:18}{len(sent) // 4:9,}{cold:14.2f}{statistics.median(warm) * 1000:11.2f}"
