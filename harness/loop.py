@@ -269,6 +269,7 @@ async def run_tool(call: ToolCall, config: TurnConfig, deps: Deps, seq: int) -> 
         call_seq=seq,
         skills=deps.skills,
         subagents=deps.subagents,
+        subagent_limits=config.subagent_limits,
     )
     outcome = await tool_outcome(call, context, deps.tools)
     data = {**outcome.data, "call_id": call.id, "name": call.name, "is_error": outcome.is_error}

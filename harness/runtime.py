@@ -12,7 +12,7 @@ spaces (both re-read on every call) within their budgets.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from harness.compaction.policy import Policy
 from harness.context import Context, assemble
@@ -22,7 +22,7 @@ from harness.ports import EventSink, TranscriptStore
 from harness.providers.base import Capabilities, Provider
 from harness.skills import Skill, SkillSource
 from harness.state import SessionState
-from harness.subagents import SubagentLauncher
+from harness.subagents import SubagentLauncher, SubagentLimits
 from harness.tokens import TokenCounter
 from harness.tools.base import Tool
 
@@ -35,6 +35,7 @@ class TurnConfig:
     max_output_tokens: int | None
     model: str
     policy: Policy | None = None
+    subagent_limits: SubagentLimits = field(default_factory=SubagentLimits)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -206,6 +206,10 @@ HORSIE = {
     "LOCAL_THREADS": env.integer("HORSIE_LOCAL_THREADS", 1, minimum=1),
     "PROVIDER_TIMEOUT": env.number("HORSIE_PROVIDER_TIMEOUT", 120.0, low=1.0, high=3600.0),
     "WORKER_CONCURRENCY": env.integer("HORSIE_WORKER_CONCURRENCY", 8, minimum=1),
+    # Subagents: how deep they may nest (1: a main session's children may not spawn) and how
+    # many children of one session may run at once.
+    "SUBAGENT_MAX_DEPTH": env.integer("HORSIE_SUBAGENT_MAX_DEPTH", 2, minimum=1, maximum=10),
+    "SUBAGENT_MAX_RUNNING": env.integer("HORSIE_SUBAGENT_MAX_RUNNING", 4, minimum=1, maximum=64),
     # Environment variables a model card's `api_key_env` may name: `VAR` for every team,
     # `team:VAR` for that team only. Empty: cards use stored provider keys only.
     "PROVIDER_ENV": env.string_list("HORSIE_PROVIDER_ENV", []),

@@ -38,7 +38,7 @@ from harness.memory import MemorySource
 from harness.messages import LogEntry, ToolSpec
 from harness.skills import SkillSource
 from harness.state import SessionState
-from harness.subagents import SubagentLauncher
+from harness.subagents import SubagentLauncher, SubagentLimits
 
 MAX_PROBLEMS = 5  # named in one error result; the model fixes these first
 BOUNDS = (  # enforced by validation and named when crossed, never sent: tokens on every call
@@ -81,6 +81,7 @@ class ToolContext:
     call_seq: int | None = None
     skills: SkillSource | None = None
     subagents: SubagentLauncher | None = None
+    subagent_limits: SubagentLimits = field(default_factory=SubagentLimits)
 
 
 @dataclass(frozen=True, kw_only=True)
