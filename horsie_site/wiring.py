@@ -51,6 +51,7 @@ def card_config(card: Any) -> CardConfig:
         context_window=card.context_window,
         max_output_tokens=card.max_output_tokens,
         reasoning_replay=card.reasoning_replay,
+        thinking_budget=card.thinking_budget if card.wire == "anthropic" else None,
     )
 
 

@@ -44,6 +44,8 @@ class ModelCard(models.Model):
     context_window = models.PositiveIntegerField(null=True, blank=True)
     max_output_tokens = models.PositiveIntegerField(default=1024)
     reasoning_replay = models.CharField(max_length=12, choices=REPLAY_RULES, default="never")
+    # Anthropic extended thinking: the tokens a reply may think with; null: off.
+    thinking_budget = models.PositiveIntegerField(null=True, blank=True)
     # Per million tokens: {"input", "cached_input", "output"}, or null when unknown.
     prices = models.JSONField(null=True, blank=True)
     # Who last set where the card's calls go and with which credential (base_url, key,

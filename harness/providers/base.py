@@ -53,6 +53,7 @@ class CardConfig:
     context_window: int | None = None
     max_output_tokens: int = 1024
     reasoning_replay: ReplayRule = "never"
+    thinking_budget: int | None = None  # extended thinking (anthropic); None: off
 
 
 @dataclass(frozen=True, kw_only=True)
