@@ -102,14 +102,17 @@ def policy_of(config: TurnConfig) -> Policy:
     return config.policy or Policy(window=None, max_output_tokens=config.max_output_tokens or 0)
 
 
-async def read_view(config: TurnConfig, deps: Deps) -> SessionView:
-    """The session as the next model call would see it, from the store."""
+async def read_view(
+    config: TurnConfig, deps: Deps, state: SessionState | None = None
+) -> SessionView:
+    """The session as the next model call would see it, from the store (with `state` in
+    place of the stored one when given)."""
     return session_context(
         system_prompt=config.system_prompt,
         tools=[tool.spec for tool in deps.tools.values()],
         capabilities=deps.provider.capabilities,
         entries=await deps.store.context_entries(config.session_id),
-        state=await deps.store.state(config.session_id),
+        state=state or await deps.store.state(config.session_id),
         counter=deps.provider.counter,
         policy=policy_of(config),
         memory=await deps.memory.selected(config.session_id) if deps.memory else (),

@@ -205,6 +205,8 @@ HORSIE = {
     "LOCAL_MODEL_PATH": env.string("HORSIE_LOCAL_MODEL_PATH", ""),
     "LOCAL_THREADS": env.integer("HORSIE_LOCAL_THREADS", 1, minimum=1),
     "PROVIDER_TIMEOUT": env.number("HORSIE_PROVIDER_TIMEOUT", 120.0, low=1.0, high=3600.0),
+    # Near the compaction trigger, ask a wire that can count (anthropic) for the prompt's size.
+    "COUNT_TOKENS": env.boolean("HORSIE_COUNT_TOKENS", True),
     "WORKER_CONCURRENCY": env.integer("HORSIE_WORKER_CONCURRENCY", 8, minimum=1),
     # Subagents: how deep they may nest (1: a main session's children may not spawn) and how
     # many children of one session may run at once.

@@ -75,6 +75,7 @@ def provider_options() -> dict[str, Any]:
         "timeout": horsie["PROVIDER_TIMEOUT"],
         "retry": RetryPolicy(),
         "connect_check": outbound.check_connect,
+        "count_tokens": horsie["COUNT_TOKENS"],
     }
 
 

@@ -116,6 +116,12 @@ def build(card: CardConfig, options: dict[str, Any]) -> AnthropicProvider:
         timeout=float(options.get("timeout", DEFAULT_TIMEOUT)),
         retry=options.get("retry") or RetryPolicy(),
         connect_check=options.get("connect_check"),
+        capabilities=Capabilities(
+            tools=True,
+            streaming_usage=True,
+            reasoning_replay=True,
+            counts_prompt=bool(options.get("count_tokens", True)),
+        ),
     )
 
 
@@ -128,7 +134,8 @@ class AnthropicProvider:
     capabilities: Capabilities = Capabilities(
         tools=True, streaming_usage=True, reasoning_replay=True
     )
-    # No local tokenizer for Claude: the estimate, which the session calibrates on usage.
+    # No local tokenizer for Claude: the estimate, which the session calibrates on usage and,
+    # near the compaction trigger, on the count endpoint (`harness.prompt_count`).
     counter: TokenCounter = ESTIMATE
     _clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, AsyncAnthropic] = field(
         default_factory=weakref.WeakKeyDictionary, repr=False, compare=False

@@ -61,6 +61,7 @@ class Capabilities:
     tools: bool
     streaming_usage: bool
     reasoning_replay: bool = False
+    counts_prompt: bool = False  # the provider counts a request's prompt (`PromptCounter`)
 
 
 class ProviderError(Exception):
@@ -94,6 +95,12 @@ class Provider(Protocol):
         ...
 
     def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]: ...
+
+
+class PromptCounter(Protocol):
+    """A provider whose server counts a request's prompt tokens (a call, not free)."""
+
+    async def count_tokens(self, request: ModelRequest) -> int: ...
 
 
 def usage_checked(prompt: object, output: object, cached: object = 0) -> Usage | None:
