@@ -27,7 +27,9 @@ def system_of_last_call(model_server: str) -> str:
     return "\n".join(str(m.get("content")) for m in messages if m["role"] == "system")
 
 
-def test_a_skill_picked_in_the_panel_is_listed_in_the_next_call(browser, horsie, model_server):
+def test_a_skill_picked_in_the_panel_is_listed_in_the_next_call(
+    browser, horsie, model_server, tmp_path
+):
     from playwright.sync_api import expect
 
     skill = horsie.api("POST", "/skills", "alice",
@@ -58,4 +60,5 @@ def test_a_skill_picked_in_the_panel_is_listed_in_the_next_call(browser, horsie,
     assert "- lint-fix — Fix lint errors the team's way" in system
     assert "pdf-forms" not in system and BODY not in system
     assert horsie.api("GET", f"/sessions/{session}", "alice")["skills"] == [skill["id"]]
+    panel.screenshot(path=str(tmp_path / "skills-panel.png"))  # for a look
     page.context.close()
