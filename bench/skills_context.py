@@ -4,7 +4,8 @@ every model call, and the time to build it.
 Each session selects that many skills of the team's (each with a ~1,000-token body and two
 files). The context is built by the one builder, `harness.runtime.session_context`, through
 `session_view` as the turn and the page build it, and its tokens are counted by the session's
-own counter (the card's wire's). `view ms` is the median of RUNS whole builds as a call
+own counter (the card's wire's). `added` is what selecting them adds (the index and the
+`load_skill` tool offered with it), `index` the index block alone. `view ms` is the median of RUNS whole builds as a call
 makes them (session, state, entries and skills read from the database, assembled, counted);
 `build ms` the builder alone on what was read (assembled and counted); `bodies` is what the same skills would cost loaded,
 to show the index costs a line each and no body. SQLite by default; a fresh PostgreSQL
@@ -43,7 +44,7 @@ def main() -> None:
         )
         for n in range(SKILLS)
     )
-    print(f"{'skills':>6} {'context tokens':>15} {'added':>7} {'per skill':>10} "
+    print(f"{'skills':>6} {'context tokens':>15} {'added':>7} {'index':>6} {'per skill':>10} "
           f"{'bodies if loaded':>17} {'view ms':>8} {'build ms':>9}")  # fmt: skip
     bare = None
     for count in (0, 40, 400):
@@ -70,10 +71,11 @@ def main() -> None:
         tokens = view.context.tokens
         bare = tokens if bare is None else bare
         added = tokens - bare
-        per_skill = f"{added / count:.1f}" if count else "-"
+        index = sum(b.tokens for b in view.context.blocks if b.kind == "skills")
+        per_skill = f"{index / count:.1f}" if count else "-"
         bodies = sum(view.counter.count(s.body) for s in view.skills)
         assert "Follow the team's checklist" not in view.context.messages[0].text  # type: ignore[union-attr]
-        print(f"{count:>6} {tokens:>15,} {added:>7,} {per_skill:>10} {bodies:>17,} "
+        print(f"{count:>6} {tokens:>15,} {added:>7,} {index:>6,} {per_skill:>10} {bodies:>17,} "
               f"{median(times):>8.2f} {median(builds):>9.2f}")  # fmt: skip
     print(f"counter: {view.counter.describe()}")
 
