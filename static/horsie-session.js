@@ -84,7 +84,7 @@
   });
   page.addEventListener("htmx:afterRequest", (event) => {
     const sent = event.detail.elt, question = sent.closest?.(".question");
-    if (!event.detail.successful || !(sent instanceof HTMLFormElement)) return;
+    if (event.detail.xhr.status !== 200 || !(sent instanceof HTMLFormElement)) return; // 400, 409, 413: refused
     if (sent.matches(".inline-form") && sent.closest("details")) sent.closest("details").open = false;
     if (!question) return;
     question.classList.add("answered");
