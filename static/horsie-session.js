@@ -64,17 +64,20 @@
     if (data.type === "delta") showDelta(data);
     anchor();
   });
-  page.addEventListener("htmx:wsAfterMessage", () => { streamEnded(); localTimes(); anchor(); });
-
-  document.body.addEventListener("htmx:oobAfterSwap", (event) => {
-    const target = event.detail.target;
-    if (target.id === "context-meter" && !contextView.hidden) loadContext();
-    if (target.id !== "view-note") return; // a new boundary: the cut moved
-    for (const entry of entries.querySelectorAll(":scope > .entry")) {
-      entry.classList.toggle("out-of-context", +entry.dataset.seq < +target.dataset.cut);
-      if (entry.matches(".entry-boundary")) entry.classList.toggle("superseded", +entry.dataset.seq < +target.dataset.latest);
-    }
+  page.addEventListener("htmx:wsAfterMessage", (event) => {
+    streamEnded();
+    markCut();
+    localTimes();
+    anchor();
+    if (!contextView.hidden && event.detail.message.includes('id="context-meter"')) loadContext();
   });
+  function markCut() { // a new boundary moves the cut: older entries leave the model's context
+    const { cut, latest } = byId("view-note").dataset;
+    for (const entry of entries.querySelectorAll(":scope > .entry")) {
+      entry.classList.toggle("out-of-context", +entry.dataset.seq < +cut);
+      if (entry.matches(".entry-boundary")) entry.classList.toggle("superseded", +entry.dataset.seq < +latest);
+    }
+  }
   document.body.addEventListener("htmx:oobBeforeSwap", (event) => { // keep a memory choice not applied yet
     const pending = [...byId("memory-panel").querySelectorAll("option")].some((o) => o.selected !== o.defaultSelected);
     if (event.detail.target.id === "memory-panel" && pending) event.preventDefault();
