@@ -1,28 +1,17 @@
-/* The session page, live. Everything it shows is rendered on the server: htmx's `ws`
- * extension swaps the UI socket's `hx-swap-oob` fragments in, and forms are `hx-post`.
- * Left here: reply deltas appended by offset, countdowns, local times, scroll anchoring,
- * the seq to catch up from on (re)connect, and the composer's keys. */
+/* The session page, live. The server renders everything: htmx's `ws` extension swaps the UI socket's
+ * `hx-swap-oob` fragments in; forms are `hx-post`. Left here: deltas appended by offset, countdowns,
+ * local times, scroll anchoring, the seq to catch up from on (re)connect, the composer's keys. */
 (function () {
   "use strict";
-  const page = document.getElementById("session-page");
+  const byId = (id) => document.getElementById(id), page = byId("session-page");
   if (!page) return;
-  const transcript = document.getElementById("transcript");
-  const entries = document.getElementById("entries");
-  const bubble = document.getElementById("streaming");
-  const live = document.getElementById("live");
-  const form = document.getElementById("composer");
-  const textarea = document.getElementById("composer-text");
-  const contextView = document.getElementById("context-view");
-  const byId = (id) => document.getElementById(id);
+  const [transcript, entries, bubble, live, form, textarea, contextView] =
+    ["transcript", "entries", "streaming", "live", "composer", "composer-text", "context-view"].map(byId);
   let opened = false, stick = true;
-
   // Every (re)connect asks for the entries after the last one shown: no gap, no duplicate.
   const lastSeq = () => Number(entries.querySelector(":scope > article:last-of-type")?.dataset.seq) || 0;
   htmx.createWebSocket = (url) => new WebSocket(`${url}?after=${lastSeq()}`);
-  function setLive(state, label) {
-    live.dataset.live = state;
-    live.querySelector(".live-label").textContent = label || state;
-  }
+  const setLive = (state, label) => { live.dataset.live = state; live.querySelector(".live-label").textContent = label || state; };
   page.addEventListener("htmx:wsConnecting", () => setLive(opened ? "reconnecting" : "connecting"));
   page.addEventListener("htmx:wsOpen", () => { opened = true; setLive("open", "live"); });
   page.addEventListener("htmx:wsClose", (event) => {
@@ -31,7 +20,6 @@
     setLive("reconnecting"); // the extension itself retries only 1006 and 1011-1013
     if (![1006, 1011, 1012, 1013].includes(code)) setTimeout(event.detail.socketWrapper.reconnect, 1000);
   });
-
   // A delta carries its stream's id and offset: only text past what is shown is appended,
   // so the text in flight, sent again at offset 0 on reconnect, is neither doubled nor cut.
   function showDelta(delta) {
@@ -65,10 +53,7 @@
     anchor();
   });
   page.addEventListener("htmx:wsAfterMessage", (event) => {
-    streamEnded();
-    markCut();
-    localTimes();
-    anchor();
+    streamEnded(), markCut(), localTimes(), anchor();
     if (!contextView.hidden && event.detail.message.includes('id="context-meter"')) loadContext();
   });
   function markCut() { // a new boundary moves the cut: older entries leave the model's context
@@ -89,11 +74,9 @@
     const sent = event.detail.elt, question = sent.closest?.(".question");
     if (event.detail.xhr.status !== 200 || !(sent instanceof HTMLFormElement)) return; // 400, 409, 413: refused
     if (sent.matches(".inline-form") && sent.closest("details")) sent.closest("details").open = false;
-    if (!question) return;
-    question.classList.add("answered");
-    for (const input of question.querySelectorAll('input[name="text"]')) input.value = "";
+    question?.classList.add("answered");
+    for (const input of question?.querySelectorAll('input[name="text"]') || []) input.value = "";
   });
-
   const tabs = [...page.querySelectorAll('[role="tab"][data-view]')];
   const loadContext = () => htmx.ajax("GET", byId("tab-context").dataset.url, { target: contextView, swap: "innerHTML" });
   for (const tab of tabs) tab.addEventListener("click", () => {
@@ -102,7 +85,6 @@
     contextView.hidden = tab.dataset.view !== "context";
     if (!contextView.hidden) loadContext();
   });
-
   // Countdowns (timers, "Compacting… N s") and times in the viewer's own zone.
   const pad = (n) => String(n).padStart(2, "0");
   const clock = (s) => (s >= 86400 ? `${Math.floor(s / 86400)}d ` : "") +
@@ -126,7 +108,6 @@
     }
   }
   document.body.addEventListener("htmx:afterSettle", localTimes);
-
   // The composer: Enter sends, Shift+Enter breaks the line; the server lists the slash
   // commands a bare "/name" starts, and the arrows, Tab and Enter pick one.
   let picked = -1, sentText = null;
@@ -138,11 +119,9 @@
     textarea.setAttribute("aria-expanded", String(options().length > 0));
   }
   function choose(name) {
+    const list = byId("composer-complete");
     if (name) textarea.value = `/${name} `;
-    byId("composer-complete").replaceChildren();
-    byId("composer-complete").hidden = true;
-    pick(-1);
-    textarea.focus();
+    list.hidden = true, list.replaceChildren(), pick(-1), textarea.focus();
   }
   textarea.addEventListener("htmx:afterSwap", () => pick(-1));
   form.addEventListener("mousedown", (event) => {
@@ -164,9 +143,6 @@
   });
   form.addEventListener("htmx:beforeRequest", (event) => { if (event.detail.elt === form) sentText = textarea.value; });
   form.addEventListener("horsie:sent", () => { if (textarea.value === sentText) textarea.value = ""; textarea.focus(); });
-
   transcript.scrollTop = transcript.scrollHeight;
-  localTimes();
-  tick();
-  setInterval(tick, 1000);
+  localTimes(), tick(), setInterval(tick, 1000);
 })();
