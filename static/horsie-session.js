@@ -22,8 +22,8 @@
   });
   // A delta carries its stream's id and offset: only text past what is shown is appended,
   // so the text in flight, sent again at offset 0 on reconnect, is neither doubled nor cut.
-  function showDelta(delta) {
-    const body = bubble.querySelector(".body"), data = bubble.dataset;
+  function showDelta(delta) { // while "Compacting…" shows, the text is the summary being written
+    const box = byId("compacting").hidden ? bubble : byId("compacting"), body = box.querySelector(".body"), data = box.dataset;
     if (delta.stream === data.ended) return;
     if (delta.stream !== data.stream) {
       body.textContent = "";
@@ -33,7 +33,7 @@
     if (end <= Number(data.shown)) return;
     body.append(delta.text.slice(Math.max(0, Number(data.shown) - delta.offset)));
     data.shown = String(end);
-    bubble.hidden = false;
+    box.hidden = false;
   }
   function streamEnded() { // in the frame that brings the reply's entry, which takes its place
     const ended = byId("stream-ended");
