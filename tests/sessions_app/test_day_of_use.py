@@ -38,7 +38,9 @@ def test_every_entry_has_its_time_with_the_absolute_time_on_hover(client, person
     client.force_login(personas["alice"][0])
     page = client.get(reverse("sessions:detail", args=[session.pk])).content.decode()
     stamp = entry.created_at.strftime("%Y-%m-%d %H:%M:%S")
-    assert re.search(rf'<time class="when" datetime="[^"]+" data-local="time" title="{stamp} UTC">', page)
+    assert re.search(
+        rf'<time class="when" datetime="[^"]+" data-local="time" title="{stamp} UTC">', page
+    )
 
 
 def test_opening_another_of_my_teams_sessions_switches_the_team(client, personas, card):

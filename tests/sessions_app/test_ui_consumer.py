@@ -43,7 +43,7 @@ async def frames_until_idle(communicator, limit=100):
 
 
 def entry_seqs(frames):
-    return [int(seq) for f in frames for seq in re.findall(r'<article id="entry-(\d+)"', f)]
+    return [int(seq) for f in frames for seq in re.findall(r'<article [^>]*\bid="entry-(\d+)"', f)]
 
 
 async def test_opening_frames_are_the_page_partials_out_of_band(personas, session):
