@@ -31,6 +31,7 @@ from sessions_app.journal import state_json, state_load
 from sessions_app.leases import status_of
 from sessions_app.models import Session
 from sessions_app.selectors import access_session, entries_page
+from sessions_app.ui_subagents import ChildWatches
 from sessions_app.views import chart_of, failure_of, shown, transcript_marks
 from teams_app.websocket import CLOSE_NOT_FOUND
 
@@ -169,6 +170,16 @@ def opening(viewer: Viewer, *, page: int = CATCH_UP_PAGE) -> list[str] | None:
     return frames
 
 
+def spawned(event: dict[str, Any]) -> int | None:
+    """The child a `spawn_subagent` result started, to follow inline."""
+    entry = event.get("entry") if event["type"] == "entry" else None
+    data = (entry or {}).get("data") or {}
+    if entry is None or entry["kind"] != "tool_result" or data.get("name") != "spawn_subagent":
+        return None
+    child = (data.get("subagent") or {}).get("id")
+    return child if isinstance(child, int) else None
+
+
 class SessionUIConsumer(SessionConsumer):
     """The JSON consumer's connection rules, speaking rendered HTML fragments."""
 
@@ -190,6 +201,16 @@ class SessionUIConsumer(SessionConsumer):
         for frame in frames:
             if frame:
                 await self.send(text_data=frame)
+        self.children = ChildWatches(self.channel_layer, self.user, self.session_id, self.frame)
+        await self.children.start_running()
+
+    async def frame(self, text: str) -> None:
+        await self.send(text_data=text)
+
+    async def disconnect(self, code: int) -> None:
+        if hasattr(self, "children"):
+            await self.children.stop()
+        await super().disconnect(code)
 
     async def send_json(self, content: Any, close: bool = False) -> None:
         """The base's opening status and state are in the catch-up already; deltas, pongs
@@ -214,5 +235,9 @@ class SessionUIConsumer(SessionConsumer):
         frame = await render(self.viewer, event)
         if frame is None:
             await self.close(code=CLOSE_NOT_FOUND)
-        elif frame:
+            return
+        if frame:
             await self.send(text_data=frame)
+        child = spawned(event)
+        if child is not None and hasattr(self, "children"):
+            await self.children.watch(child)
