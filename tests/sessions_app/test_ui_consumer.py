@@ -115,3 +115,32 @@ async def test_a_member_removed_from_the_team_is_cut_off_at_the_next_event(perso
     await sync_to_async(services.entry_append)(session_id=session.pk, kind="user", content="x")
     message = await w.receive_output(timeout=5)
     assert (message["type"], message.get("code")) == ("websocket.close", 4404), message
+
+
+async def test_a_running_child_is_followed_inline_until_it_is_idle(personas, session):
+    from sessions_app.events import send_now
+    from sessions_app.leases import lease_release, lease_take
+    from sessions_app.models import Session
+
+    alice = personas["alice"][0]
+    child = await sync_to_async(Session.objects.create)(
+        team=session.team, kind="subagent", parent=session, model=session.model, created_by=alice
+    )
+    lease = await sync_to_async(lease_take)(child.pk)  # the child runs
+    w = watcher(session.pk, personas["bob"][1])
+    assert (await w.connect())[0]
+    frames = [await w.receive_from(timeout=5) for _ in range(3)]  # status, state, the child
+    assert (f"subagent-progress-{child.pk}", "true") in oob_ids(frames[2])
+    assert ">running<" in frames[2]
+    await sync_to_async(services.entry_append)(
+        session_id=child.pk, kind="assistant", content="Found <the> pass."
+    )
+    frame = await w.receive_from(timeout=5)
+    assert "Found &lt;the&gt; pass." in frame and ">running<" in frame
+    await sync_to_async(lease_release)(child.pk, lease)
+    await sync_to_async(send_now)(child.pk, {"type": "status", "status": "idle"})
+    frame = await w.receive_from(timeout=5)
+    assert ">idle<" in frame and f"subagent-progress-{child.pk}" in frame
+    await sync_to_async(services.entry_append)(session_id=child.pk, kind="assistant", content="z")
+    assert await w.receive_nothing(timeout=0.5)  # an idle child is no longer followed
+    await w.disconnect()
