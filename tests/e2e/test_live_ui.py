@@ -202,3 +202,49 @@ def logged_in_in_zone(browser, horsie, username, zone):
     page.get_by_role("button", name="Log in").click()
     page.wait_for_url(re.compile(r"/$"))
     return page
+
+
+CONTRAST = """el => {
+  const rgb = (c) => c.match(/\\d+(\\.\\d+)?/g).slice(0, 3).map(Number);
+  const lum = (c) => { const [r, g, b] = rgb(c).map((v) => { v /= 255;
+    return v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4; });
+    return 0.2126 * r + 0.7152 * g + 0.0722 * b; };
+  let back = el;
+  while (back && getComputedStyle(back).backgroundColor.endsWith(", 0)")) back = back.parentElement;
+  const [a, b] = [lum(getComputedStyle(el).color), lum(getComputedStyle(back).backgroundColor)];
+  return (Math.max(a, b) + 0.05) / (Math.min(a, b) + 0.05);
+}"""
+
+
+def test_the_composer_and_panel_by_keyboard_and_errors_in_high_contrast(browser, horsie):
+    from playwright.sync_api import expect
+
+    session_id = new_session(horsie, "By keyboard")
+    page = logged_in(browser, horsie, "bob")
+    page.goto(f"{horsie.url}/sessions/{session_id}/")
+    watching(page)
+    skip = page.get_by_role("link", name="Skip to the message box")
+    skip.focus()
+    expect(skip).to_be_in_viewport()
+    page.keyboard.press("Enter")
+    composer = page.get_by_label("Message")
+    expect(composer).to_be_focused()
+    page.keyboard.type("/re")
+    listed = page.get_by_role("listbox", name="Slash commands").get_by_role("option")
+    expect(listed).to_have_count(1)
+    page.keyboard.press("ArrowDown")
+    expect(listed).to_have_attribute("aria-selected", "true")
+    page.keyboard.press("Enter")
+    expect(composer).to_have_value("/rewind ")
+    page.keyboard.press("Control+a")
+    page.keyboard.type("   ")
+    page.keyboard.press("Enter")
+    error = page.locator("#composer-error")
+    expect(error).to_have_text("The message is empty.")
+    assert error.evaluate(CONTRAST) >= 4.5
+
+    page.get_by_role("link", name="Skip to the side panel").focus()
+    page.keyboard.press("Enter")
+    expect(page.locator("#state-panel")).to_be_focused()
+    expect(page.locator("#state-panel")).to_be_in_viewport()
+    page.context.close()
