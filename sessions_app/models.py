@@ -108,6 +108,7 @@ class AgentPreset(Selections):
 class Session(Selections):
     KINDS = [("main", "main"), ("fork", "fork"), ("subagent", "subagent")]
     STATUSES = [("idle", "idle"), ("running", "running"), ("waiting", "waiting")]
+    BRANCHES = [("", "none"), ("summary", "summary"), ("handoff", "handoff"), ("rewind", "rewind")]
 
     team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="sessions")
     title = models.CharField(max_length=200, blank=True)
@@ -115,6 +116,8 @@ class Session(Selections):
     parent = models.ForeignKey("self", on_delete=models.PROTECT, null=True, blank=True)
     # A fork or rewind starts from the parent's log as it was at this seq.
     parent_seq = models.PositiveBigIntegerField(null=True, blank=True)
+    # How a fork was made: from a summary, a handoff document, or a rewind to `parent_seq`.
+    branch = models.CharField(max_length=10, choices=BRANCHES, blank=True, default="")
     preset = models.ForeignKey(AgentPreset, on_delete=models.SET_NULL, null=True, blank=True)
     model = models.ForeignKey(ModelCard, on_delete=models.PROTECT, related_name="sessions")
     system_prompt = models.TextField(blank=True)
