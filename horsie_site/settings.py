@@ -133,6 +133,7 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 REDIS_URL = env.string("REDIS_URL", "")
+REDIS_PREFIX = env.string("HORSIE_REDIS_PREFIX", "horsie")
 if REDIS_URL:
     CHANNEL_LAYERS = {
         "default": {
@@ -141,7 +142,7 @@ if REDIS_URL:
                 # redis-py's 5 s default socket timeout equals channels_redis's blocking
                 # receive: an idle worker or websocket would die after 5 s without it.
                 "hosts": [{"address": REDIS_URL, "socket_timeout": 30}],
-                "prefix": env.string("HORSIE_REDIS_PREFIX", "horsie"),
+                "prefix": REDIS_PREFIX,
                 "capacity": 1000,
             },
         }
@@ -151,7 +152,7 @@ if REDIS_URL:
         "default": {
             "BACKEND": "django.core.cache.backends.redis.RedisCache",
             "LOCATION": REDIS_URL,
-            "KEY_PREFIX": env.string("HORSIE_REDIS_PREFIX", "horsie"),
+            "KEY_PREFIX": REDIS_PREFIX,
         }
     }
 else:
