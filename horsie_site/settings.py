@@ -198,6 +198,9 @@ HORSIE = {
     # test runner, whose tests call `scheduler.tick` themselves; server processes it starts
     # run their own.
     "SCHEDULER": env.boolean("HORSIE_SCHEDULER", "pytest" not in sys.modules),
+    # Pay the provider SDKs' one-time costs (lazy imports, first-call set-up) at process start,
+    # on a thread of its own, not on a session's first turn. Off by default inside pytest.
+    "WARM": env.boolean("HORSIE_WARM", "pytest" not in sys.modules),
     "MAX_STEPS": env.integer("HORSIE_MAX_STEPS", 25, minimum=1),
     "COMPACT_TRIGGER": env.number("HORSIE_COMPACT_TRIGGER", 0.8, low=0.1, high=1.0),
     # Recent history kept verbatim at a compaction, and the summary's cap: fractions of W.
