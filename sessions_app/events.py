@@ -10,12 +10,12 @@ from __future__ import annotations
 import secrets
 from typing import Any, Literal, TypedDict
 
-from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
 from django.core.cache import cache
 from django.db import transaction
 from django.utils import timezone
 
+from sessions_app import outbox
 from sessions_app.streams import STREAM_TTL, streams
 
 
@@ -59,9 +59,8 @@ def layer_message(event: Event) -> dict[str, Any]:
 
 
 def send_now(session_id: int, event: Event) -> None:
-    layer = get_channel_layer()
-    if layer is not None:
-        async_to_sync(layer.group_send)(group_name(session_id), layer_message(event))
+    """From sync code: at once, or with the batch of the outbox open on this thread."""
+    outbox.post(lambda: send_async(session_id, event))
 
 
 def send_on_commit(session_id: int, event: Event) -> None:

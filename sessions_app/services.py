@@ -14,21 +14,20 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.conf import settings
-from django.db import transaction
-from django.db.models import F
+from django.db import connection, transaction
 from django.utils import timezone
 
 from harness import commands, loop
 from harness.ports import LeaseLost
 from harness.state import token_count
 from horsie_site.inputs import SEQ_MAX, text_problem
-from sessions_app import events
+from sessions_app import events, outbox
 from sessions_app.commands import registry_of
 from sessions_app.journal import journal_apply, state_load
 from sessions_app.leases import lease_release, lease_take, lease_take_over
 from sessions_app.models import AgentPreset, Entry, ModelCard, QueuedInput, Session
 from sessions_app.schemas import entry_out
-from sessions_app.selectors import context_entries_now, cut_seq
+from sessions_app.selectors import context_entries_now
 from teams_app.models import Team
 
 SELECTION_FIELDS = (
@@ -103,12 +102,9 @@ def entry_append(
     runner that stalled past its lease can never add to a log that has moved on. A `tokens`
     figure that is not one (a provider reported nonsense) is stored as unknown."""
     with transaction.atomic():
-        counter = Session.objects.filter(pk=session_id)
-        if lease is not None:
-            counter = counter.filter(lease_owner=lease)
-        if not counter.update(last_seq=F("last_seq") + 1, updated_at=timezone.now()):
+        seq = seq_next(session_id, lease)
+        if seq is None:
             raise LeaseLost(f"session {session_id}: the lease {lease} is no longer held")
-        seq = Session.objects.values_list("last_seq", flat=True).get(pk=session_id)
         entry = Entry.objects.create(
             session_id=session_id,
             seq=seq,
@@ -118,11 +114,30 @@ def entry_append(
             tokens=token_count(tokens),
             author=author,
         )
-        events.send_on_commit(
-            session_id, {"type": "entry", "entry": entry_out(entry, cut_seq(session_id))}
-        )
+        # A new entry ends the log, and no cut lies after the end: it is in context by kind.
+        events.send_on_commit(session_id, {"type": "entry", "entry": entry_out(entry, entry.seq)})
         journal_apply(entry)
     return entry
+
+
+def seq_next(session_id: int, lease: str | None) -> int | None:
+    """Bump the session's `last_seq` and read it back in one statement (UPDATE … RETURNING,
+    on SQLite and PostgreSQL alike); None when `lease` is given and no longer held."""
+    table = connection.ops.quote_name(Session._meta.db_table)
+    now = connection.ops.adapt_datetimefield_value(timezone.now())
+    held, params = (
+        ("", [now, session_id])
+        if lease is None
+        else (" AND lease_owner = %s", [now, session_id, lease])
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"UPDATE {table} SET last_seq = last_seq + 1, updated_at = %s "
+            f"WHERE id = %s{held} RETURNING last_seq",
+            params,
+        )
+        row = cursor.fetchone()
+    return int(row[0]) if row else None
 
 
 def session_create(*, user: Any, team: Team, fields: Mapping[str, Any]) -> Session:
@@ -241,8 +256,14 @@ def answer_post(*, session: Session, user: Any, question: str, text: str) -> Pos
 def turn_start(session_id: int, queued_id: int | None = None) -> Posted:
     """Take the session's turn and run what is queued; a no-op while another runner has it.
 
-    Taking over from a runner whose lease expired first closes (or resumes) its turn.
+    Taking over from a runner whose lease expired first closes (or resumes) its turn. The
+    status, the entries and the dispatch go to the channel layer together, at the end.
     """
+    with outbox.batched():
+        return turn_take(session_id, queued_id)
+
+
+def turn_take(session_id: int, queued_id: int | None) -> Posted:
     taken_over = False
     lease = lease_take(session_id)
     if lease is None:
@@ -317,7 +338,8 @@ def inputs_enter_log(session_id: int) -> tuple[dict[int, int], bool]:
     entered: dict[int, int] = {}
     needs_turn = False
     with transaction.atomic():
-        for row in QueuedInput.objects.filter(session_id=session_id).select_for_update():
+        queued = QueuedInput.objects.filter(session_id=session_id).select_related("author")
+        for row in queued.select_for_update(of=("self",)):
             entry, wants_turn = input_append(session_id, row)
             entered[row.pk] = entry.seq
             needs_turn = needs_turn or wants_turn
