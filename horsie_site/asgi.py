@@ -40,4 +40,4 @@ application = ProtocolTypeRouter(
 if settings.HORSIE["SCHEDULER"]:
     Scheduler.start()  # timers and takeovers, in every daphne and runworker process
 if settings.HORSIE["WARM"]:
-    warm()  # on a thread of its own: the SDKs' lazy imports and first-call costs
+    warm(delay=1.0)  # on a thread of its own, once serving: the SDKs' one-time costs

@@ -23,6 +23,7 @@ import httpx
 from harness.providers.guard import tls_context
 
 log = logging.getLogger(__name__)
+WARM_HOST = "warm.invalid"  # never resolved: the transport answers in memory
 
 CHUNK = {
     "id": "warm",
@@ -39,11 +40,17 @@ def canned_stream(request: httpx.Request) -> httpx.Response:
     return httpx.Response(200, headers={"content-type": "text/event-stream"}, text=body)
 
 
+def unlogged(record: logging.LogRecord) -> bool:
+    """httpx logs every request; the canned one is not worth an operator's attention."""
+    return WARM_HOST not in record.getMessage()
+
+
 async def warm_openai() -> None:
     from openai import AsyncOpenAI
 
+    logging.getLogger("httpx").addFilter(unlogged)
     http = httpx.AsyncClient(transport=httpx.MockTransport(canned_stream))
-    client = AsyncOpenAI(api_key="warm", base_url="http://warm.invalid/v1", http_client=http)
+    client = AsyncOpenAI(api_key="warm", base_url=f"http://{WARM_HOST}/v1", http_client=http)
     tool = {"type": "function", "function": {"name": "warm", "parameters": {"type": "object"}}}
     create: Any = client.chat.completions.create  # plain dicts, as a wire's request is
     stream = await create(
@@ -79,9 +86,12 @@ async def warm_all() -> None:
             log.exception("warming %s failed", warmer.__name__)
 
 
-def warm() -> threading.Thread:
-    """Warm the SDKs on a daemon thread; returns it (tests and benchmarks may join it)."""
-    thread = threading.Thread(target=asyncio.run, args=(warm_all(),), name="horsie-warm")
-    thread.daemon = True
+def warm(delay: float = 0.0) -> threading.Timer:
+    """Warm the SDKs on a daemon thread after `delay` seconds; returns it (to join).
+
+    A server passes a short delay so the warming does not compete for the CPU with its own
+    start: it is serving by then, and the first turn is still seconds away."""
+    thread = threading.Timer(delay, lambda: asyncio.run(warm_all()))
+    thread.name, thread.daemon = "horsie-warm", True
     thread.start()
     return thread
