@@ -100,8 +100,10 @@ def entry_append(
     """Append one entry with the next seq. A turn runner passes its `lease`: when another
     runner has taken the session over, nothing is written and `LeaseLost` is raised, so a
     runner that stalled past its lease can never add to a log that has moved on. A `tokens`
-    figure that is not one (a provider reported nonsense) is stored as unknown."""
-    with transaction.atomic():
+    figure that is not one (a provider reported nonsense) is stored as unknown. Inside a
+    caller's transaction it is part of that transaction (no savepoint of its own: a failure
+    here fails the caller's work, which is what every caller wants)."""
+    with transaction.atomic(savepoint=False):
         seq = seq_next(session_id, lease)
         if seq is None:
             raise LeaseLost(f"session {session_id}: the lease {lease} is no longer held")
@@ -217,8 +219,27 @@ def message_post(*, session: Session, user: Any, text: str) -> Posted:
             expansion = commands.expand(command.template, parsed.args)
             input_check(expansion, "expanded command")
             data = {"expansion": expansion}
-    queued = QueuedInput.objects.create(session=session, text=text, author=user, data=data)
-    return turn_start(session.pk, queued.pk)
+    return input_post(session.pk, QueuedInput(session=session, text=text, author=user, data=data))
+
+
+def input_post(session_id: int, queued: QueuedInput) -> Posted:
+    """Store a person's input and start its turn.
+
+    With the lease free (the common case) the input goes straight into the log under it, in
+    the transaction that first moves in whatever was queued before it: stored before any
+    work starts, without the queue's insert, lock and delete. Otherwise it is queued (stored
+    at once) and `turn_take` takes over from a dead runner or leaves it to the live one.
+    """
+    with outbox.batched():
+        lease = lease_take(session_id)
+        if lease is None:
+            queued.save()
+            return turn_take(session_id, queued.pk, free_tried=True)
+        try:
+            return turn_begin(session_id, lease, DIRECT, taken_over=False, direct=queued)
+        except Exception:
+            lease_release(session_id, lease)  # never leave the session stuck in `running`
+            raise
 
 
 def branch_command(session: Session, user: Any, parsed: commands.Parsed) -> int | None:
@@ -263,9 +284,9 @@ def turn_start(session_id: int, queued_id: int | None = None) -> Posted:
         return turn_take(session_id, queued_id)
 
 
-def turn_take(session_id: int, queued_id: int | None) -> Posted:
+def turn_take(session_id: int, queued_id: int | None, *, free_tried: bool = False) -> Posted:
     taken_over = False
-    lease = lease_take(session_id)
+    lease = None if free_tried else lease_take(session_id)
     if lease is None:
         lease = lease_take_over(session_id)
         if lease is None:
@@ -278,14 +299,21 @@ def turn_take(session_id: int, queued_id: int | None) -> Posted:
         raise
 
 
-def turn_begin(session_id: int, lease: str, queued_id: int | None, *, taken_over: bool) -> Posted:
+def turn_begin(
+    session_id: int,
+    lease: str,
+    queued_id: int | None,
+    *,
+    taken_over: bool,
+    direct: QueuedInput | None = None,
+) -> Posted:
     resume = False
     if taken_over:
         # A fork whose runner died before writing its summary: the new runner writes it.
         fork_unwritten = Session.objects.filter(pk=session_id, kind="fork", last_seq=0).exists()
         resume = fork_unwritten or turn_interrupted(session_id)
     events.send_now(session_id, {"type": "status", "status": "running"})
-    entered, needs_turn = inputs_enter_log(session_id)
+    entered, needs_turn = inputs_enter_log(session_id, direct)
     if not (needs_turn or resume):
         lease = turn_boundary(session_id, lease)
     if lease is not None:
@@ -333,17 +361,25 @@ def owes_reply(session_id: int) -> bool:
     return loop.owes_reply(context_entries_now(session_id))
 
 
-def inputs_enter_log(session_id: int) -> tuple[dict[int, int], bool]:
-    """Move queued input into the log (lease holder only). Returns seqs and whether to run."""
+DIRECT = 0  # the key of an input that enters the log without being queued first
+
+
+def inputs_enter_log(
+    session_id: int, direct: QueuedInput | None = None
+) -> tuple[dict[int, int], bool]:
+    """Move queued input into the log (lease holder only), then `direct`, an input not
+    queued. Returns the seqs by queued id (`DIRECT` for `direct`) and whether to run."""
     entered: dict[int, int] = {}
     needs_turn = False
     with transaction.atomic():
         queued = QueuedInput.objects.filter(session_id=session_id).select_related("author")
-        for row in queued.select_for_update(of=("self",)):
+        rows = list(queued.select_for_update(of=("self",)))
+        for row in [*rows, *([direct] if direct is not None else [])]:
             entry, wants_turn = input_append(session_id, row)
-            entered[row.pk] = entry.seq
+            entered[row.pk or DIRECT] = entry.seq
             needs_turn = needs_turn or wants_turn
-            row.delete()
+            if row.pk:
+                row.delete()
     return entered, needs_turn
 
 
