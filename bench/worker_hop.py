@@ -11,8 +11,9 @@ Prints medians of:
   slowest);
 - the model server's first text → a watcher's delta (both clocks are this machine's wall
   clock): the hop through the worker, Redis and the other web process;
-- the first turn against the tenth: on the freshly started processes, and on a new card
-  (a provider the worker has not built yet), POST → first delta.
+- the first turn against the tenth: on freshly started processes (the first turn sent
+  `SETTLE` seconds after they start, as a first user would), and on a new card (a provider
+  the worker has not built yet), POST → first delta.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ sys.path.insert(0, str(ROOT))
 from tests.support.stack import BIN, ScriptedModel, Stack, free_port  # noqa: E402
 
 SAMPLES = 30
+SETTLE = 8.0
 NEW_CARDS = 5
 REPLY = "A short streamed answer, in a few small chunks, from the scripted model."
 
@@ -213,6 +215,7 @@ def main() -> None:
         port_b = free_port()
         stack.start_web(quiet=True, name="web-b", port=port_b)
         worker_ready(stack)
+        time.sleep(SETTLE)
         asyncio.run(measure(stack, model, web_a, port_b))
     finally:
         stack.close()

@@ -15,6 +15,7 @@ import asyncio
 import json
 import logging
 import threading
+import time
 from collections.abc import Callable, Coroutine
 from typing import Any
 
@@ -76,6 +77,7 @@ WARMERS: tuple[Callable[[], Coroutine[Any, Any, None]], ...] = (warm_openai, war
 
 
 async def warm_all() -> None:
+    started = time.perf_counter()
     tls_context()
     for warmer in WARMERS:
         try:
@@ -84,6 +86,7 @@ async def warm_all() -> None:
             pass
         except Exception:  # a warm-up that fails costs the first turn its time, nothing more
             log.exception("warming %s failed", warmer.__name__)
+    log.info("provider SDKs warmed in %.2f s", time.perf_counter() - started)
 
 
 def warm(delay: float = 0.0) -> threading.Timer:
