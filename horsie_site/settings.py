@@ -130,6 +130,16 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     }
     # Turns run on another thread: tests need a file, not a shared in-memory database.
     DATABASES["default"]["TEST"] = {"NAME": str(VAR_DIR / f"test-{os.getpid()}.sqlite3")}
+elif DATABASES["default"]["ENGINE"].endswith("postgresql") and env.integer(
+    "DATABASE_POOL_SIZE", 10
+):
+    # Under ASGI every request's sync code runs on a thread of its own, so a connection kept
+    # per thread is never reused and each request would connect anew: a pool per process.
+    DATABASES["default"]["CONN_MAX_AGE"] = 0
+    DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {
+        "min_size": 1,
+        "max_size": env.integer("DATABASE_POOL_SIZE", 10),
+    }
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 REDIS_URL = env.string("REDIS_URL", "")
