@@ -100,13 +100,18 @@ class SessionConsumer(AsyncJsonWebsocketConsumer):
 
     async def session_event(self, message: dict[str, Any]) -> None:
         event = message["event"]
-        if not await still_allowed(self.user, self.session_id):
+        if not await self.still_allowed(event["type"]):
             await self.close(code=CLOSE_NOT_FOUND)
             return
         if event["type"] == "entry":
             await self.send_entry(event["entry"])
         else:
             await self.send_json(event)
+
+    async def still_allowed(self, kind: str) -> bool:
+        """Whether this socket's user may still watch: for every kind of event alike, by an
+        answer at most `watching.RECHECK_SECONDS` old, shared with the process's sockets."""
+        return await still_allowed(self.user, self.session_id)
 
     async def receive_json(self, content: Any, **kwargs: Any) -> None:
         if isinstance(content, dict) and content.get("type") == "ping":
