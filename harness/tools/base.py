@@ -26,6 +26,7 @@ question for the user). The context hands a tool the state as of its call and th
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -115,10 +116,8 @@ class TypedTool(Generic[ArgsT]):
     Args: type[ArgsT]
 
     def __init__(self) -> None:
-        self.schema = parameters(self.Args)
-        self.spec = ToolSpec(
-            name=self.name, description=self.description, parameters=unbounded(self.schema)
-        )
+        self.schema, sent = schemas_of(self.Args)
+        self.spec = ToolSpec(name=self.name, description=self.description, parameters=sent)
 
     async def run(self, arguments: Mapping[str, Any], context: ToolContext) -> ToolOutcome:
         given = {k: v for k, v in arguments.items() if v is not None}
@@ -133,6 +132,15 @@ class TypedTool(Generic[ArgsT]):
 
 
 # The schema ------------------------------------------------------------------------------
+
+
+@functools.cache
+def schemas_of(model: type[BaseModel]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """An `Args` model's schema and the schema the model is sent, built once per process:
+    tools are built for every run, and pydantic's schema generation is milliseconds a tool.
+    Shared, so never changed in place (wires copy what they send)."""
+    schema = parameters(model)
+    return schema, unbounded(schema)
 
 
 def parameters(model: type[BaseModel]) -> dict[str, Any]:
