@@ -31,6 +31,7 @@ from harness.messages import (
     TextDelta,
     ToolCall,
 )
+from harness.prompt_count import trigger_view
 from harness.providers.base import ProviderError
 from harness.providers.overflow import read_overflow
 from harness.runtime import Deps, SessionView, TurnConfig, read_view
@@ -115,6 +116,7 @@ async def auto_compacted(config: TurnConfig, deps: Deps, flags: TurnFlags) -> Se
     policy = view.policy
     if not policy.armed or flags.compaction_failed or policy.trigger_tokens is None:
         return view
+    view = await trigger_view(config, deps, view)
     tokens = view.context.tokens
     if tokens < policy.trigger_tokens:
         return view
@@ -269,6 +271,7 @@ async def run_tool(call: ToolCall, config: TurnConfig, deps: Deps, seq: int) -> 
         call_seq=seq,
         skills=deps.skills,
         subagents=deps.subagents,
+        subagent_limits=config.subagent_limits,
     )
     outcome = await tool_outcome(call, context, deps.tools)
     data = {**outcome.data, "call_id": call.id, "name": call.name, "is_error": outcome.is_error}

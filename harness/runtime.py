@@ -12,7 +12,7 @@ spaces (both re-read on every call) within their budgets.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from harness.compaction.policy import Policy
 from harness.context import Context, assemble
@@ -23,7 +23,7 @@ from harness.ports import EventSink, TranscriptStore
 from harness.providers.base import Capabilities, Provider
 from harness.skills import Skill, SkillSource
 from harness.state import SessionState
-from harness.subagents import SubagentLauncher
+from harness.subagents import SubagentLauncher, SubagentLimits
 from harness.tokens import TokenCounter
 from harness.tools.base import Tool
 
@@ -36,6 +36,7 @@ class TurnConfig:
     max_output_tokens: int | None
     model: str
     policy: Policy | None = None
+    subagent_limits: SubagentLimits = field(default_factory=SubagentLimits)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -104,15 +105,18 @@ def policy_of(config: TurnConfig) -> Policy:
     return config.policy or Policy(window=None, max_output_tokens=config.max_output_tokens or 0)
 
 
-async def read_view(config: TurnConfig, deps: Deps) -> SessionView:
-    """The session as the next model call would see it, from the store; the entries shown
-    on the session's earlier calls are reused (`harness.context_cache`)."""
+async def read_view(
+    config: TurnConfig, deps: Deps, state: SessionState | None = None
+) -> SessionView:
+    """The session as the next model call would see it, from the store (with `state` in
+    place of the stored one when given); the entries shown on the session's earlier calls
+    are reused (`harness.context_cache`)."""
     return session_context(
         system_prompt=config.system_prompt,
         tools=[tool.spec for tool in deps.tools.values()],
         capabilities=deps.provider.capabilities,
         entries=await deps.store.context_entries(config.session_id),
-        state=await deps.store.state(config.session_id),
+        state=state or await deps.store.state(config.session_id),
         counter=deps.provider.counter,
         policy=policy_of(config),
         memory=await deps.memory.selected(config.session_id) if deps.memory else (),

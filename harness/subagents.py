@@ -8,9 +8,9 @@ inside a tool result, so a wide, noisy task costs the parent one entry.
 
 Running subagents are durable state (`SessionState.subagents`: `{id, type, task}`), added by
 a successful spawn and removed by the child's `subagent_result`, so a boundary carries them
-verbatim. The limits are the core's, so every deployment keeps them: a child may spawn but a
-grandchild may not (`MAX_DEPTH`), and one session has at most `MAX_RUNNING` children running
-at once. Each refusal is an error result the model can act on.
+verbatim. Every deployment has limits (`SubagentLimits`, set by the apps through
+`TurnConfig`; by default a child may spawn but a grandchild may not, and one session has at
+most four children running at once). Each refusal is an error result the model can act on.
 """
 
 from __future__ import annotations
@@ -20,8 +20,14 @@ from dataclasses import dataclass
 from typing import Protocol
 
 SPAWN_SUBAGENT = "spawn_subagent"
-MAX_DEPTH = 2  # a main session is depth 0; a session at this depth may not spawn
-MAX_RUNNING = 4  # children of one session running at once
+MAX_DEPTH = 2
+MAX_RUNNING = 4
+
+
+@dataclass(frozen=True, kw_only=True)
+class SubagentLimits:
+    max_depth: int = MAX_DEPTH  # a main session is depth 0; a session this deep may not spawn
+    max_running: int = MAX_RUNNING  # children of one session running at once
 
 
 @dataclass(frozen=True, kw_only=True)

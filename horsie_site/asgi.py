@@ -1,7 +1,8 @@
 """HTTP, websockets and the turn-worker channel, wired in one ordered place.
 
 Django's ASGI application is built before anything imports consumers or models. Every
-process that loads this module (`daphne`, `manage.py runworker`) also runs the scheduler.
+process that loads this module (`daphne`, `manage.py runworker`) also runs the scheduler and
+warms the providers' SDKs, so the first turn it serves costs what the tenth does.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from django.conf import settings  # noqa: E402
 from django.urls import re_path  # noqa: E402
 
 import harness.providers.openai_chat  # noqa: E402, F401  (the SDK's import, ~2 s, not on a turn)
+from harness.providers.warm import warm  # noqa: E402
 from sessions_app.dispatcher import TURN_CHANNEL  # noqa: E402
 from sessions_app.routing import websocket_urlpatterns  # noqa: E402
 from sessions_app.scheduler import Scheduler  # noqa: E402
@@ -37,3 +39,5 @@ application = ProtocolTypeRouter(
 
 if settings.HORSIE["SCHEDULER"]:
     Scheduler.start()  # timers and takeovers, in every daphne and runworker process
+if settings.HORSIE["WARM"]:
+    warm(delay=1.0)  # on a thread of its own, once serving: the SDKs' one-time costs

@@ -41,7 +41,7 @@ def boolean(name: str, default: bool) -> bool:
     raise SettingError(f"{name}={value!r} is not a boolean (use one of {sorted(TRUE | FALSE)})")
 
 
-def integer(name: str, default: int, *, minimum: int = 0) -> int:
+def integer(name: str, default: int, *, minimum: int = 0, maximum: int | None = None) -> int:
     value = raw(name)
     if value is None or value == "":
         return default
@@ -51,6 +51,8 @@ def integer(name: str, default: int, *, minimum: int = 0) -> int:
         raise SettingError(f"{name}={value!r} is not an integer") from None
     if number < minimum:
         raise SettingError(f"{name}={number} is below its minimum {minimum}")
+    if maximum is not None and number > maximum:
+        raise SettingError(f"{name}={number} is above its maximum {maximum}")
     return number
 
 

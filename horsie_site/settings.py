@@ -130,9 +130,20 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     }
     # Turns run on another thread: tests need a file, not a shared in-memory database.
     DATABASES["default"]["TEST"] = {"NAME": str(VAR_DIR / f"test-{os.getpid()}.sqlite3")}
+elif DATABASES["default"]["ENGINE"].endswith("postgresql") and env.integer(
+    "DATABASE_POOL_SIZE", 10
+):
+    # Under ASGI every request's sync code runs on a thread of its own, so a connection kept
+    # per thread is never reused and each request would connect anew: a pool per process.
+    DATABASES["default"]["CONN_MAX_AGE"] = 0
+    DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {
+        "min_size": 1,
+        "max_size": env.integer("DATABASE_POOL_SIZE", 10),
+    }
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 REDIS_URL = env.string("REDIS_URL", "")
+REDIS_PREFIX = env.string("HORSIE_REDIS_PREFIX", "horsie")
 if REDIS_URL:
     CHANNEL_LAYERS = {
         "default": {
@@ -141,7 +152,7 @@ if REDIS_URL:
                 # redis-py's 5 s default socket timeout equals channels_redis's blocking
                 # receive: an idle worker or websocket would die after 5 s without it.
                 "hosts": [{"address": REDIS_URL, "socket_timeout": 30}],
-                "prefix": env.string("HORSIE_REDIS_PREFIX", "horsie"),
+                "prefix": REDIS_PREFIX,
                 "capacity": 1000,
             },
         }
@@ -151,7 +162,7 @@ if REDIS_URL:
         "default": {
             "BACKEND": "django.core.cache.backends.redis.RedisCache",
             "LOCATION": REDIS_URL,
-            "KEY_PREFIX": env.string("HORSIE_REDIS_PREFIX", "horsie"),
+            "KEY_PREFIX": REDIS_PREFIX,
         }
     }
 else:
@@ -197,6 +208,9 @@ HORSIE = {
     # test runner, whose tests call `scheduler.tick` themselves; server processes it starts
     # run their own.
     "SCHEDULER": env.boolean("HORSIE_SCHEDULER", "pytest" not in sys.modules),
+    # Pay the provider SDKs' one-time costs (lazy imports, first-call set-up) at process start,
+    # on a thread of its own, not on a session's first turn. Off by default inside pytest.
+    "WARM": env.boolean("HORSIE_WARM", "pytest" not in sys.modules),
     "MAX_STEPS": env.integer("HORSIE_MAX_STEPS", 25, minimum=1),
     "COMPACT_TRIGGER": env.number("HORSIE_COMPACT_TRIGGER", 0.8, low=0.1, high=1.0),
     # Recent history kept verbatim at a compaction, and the summary's cap: fractions of W.
@@ -205,7 +219,13 @@ HORSIE = {
     "LOCAL_MODEL_PATH": env.string("HORSIE_LOCAL_MODEL_PATH", ""),
     "LOCAL_THREADS": env.integer("HORSIE_LOCAL_THREADS", 1, minimum=1),
     "PROVIDER_TIMEOUT": env.number("HORSIE_PROVIDER_TIMEOUT", 120.0, low=1.0, high=3600.0),
+    # Near the compaction trigger, ask a wire that can count (anthropic) for the prompt's size.
+    "COUNT_TOKENS": env.boolean("HORSIE_COUNT_TOKENS", True),
     "WORKER_CONCURRENCY": env.integer("HORSIE_WORKER_CONCURRENCY", 8, minimum=1),
+    # Subagents: how deep they may nest (1: a main session's children may not spawn) and how
+    # many children of one session may run at once.
+    "SUBAGENT_MAX_DEPTH": env.integer("HORSIE_SUBAGENT_MAX_DEPTH", 2, minimum=1, maximum=10),
+    "SUBAGENT_MAX_RUNNING": env.integer("HORSIE_SUBAGENT_MAX_RUNNING", 4, minimum=1, maximum=64),
     # Environment variables a model card's `api_key_env` may name: `VAR` for every team,
     # `team:VAR` for that team only. Empty: cards use stored provider keys only.
     "PROVIDER_ENV": env.string_list("HORSIE_PROVIDER_ENV", []),

@@ -21,7 +21,7 @@ from harness.compaction.policy import Policy
 from harness.providers import build_provider
 from harness.providers.base import Capabilities, CardConfig, Provider, ProviderError, RetryPolicy
 from harness.runtime import TurnConfig
-from harness.subagents import SubagentType
+from harness.subagents import SubagentLimits, SubagentType
 from harness.tokens import ESTIMATE, TokenCounter
 from harness.tools import builtin_tools
 from harness.tools.base import Tool
@@ -51,6 +51,7 @@ def card_config(card: Any) -> CardConfig:
         context_window=card.context_window,
         max_output_tokens=card.max_output_tokens,
         reasoning_replay=card.reasoning_replay,
+        thinking_budget=card.thinking_budget if card.wire == "anthropic" else None,
     )
 
 
@@ -74,6 +75,7 @@ def provider_options() -> dict[str, Any]:
         "timeout": horsie["PROVIDER_TIMEOUT"],
         "retry": RetryPolicy(),
         "connect_check": outbound.check_connect,
+        "count_tokens": horsie["COUNT_TOKENS"],
     }
 
 
@@ -137,6 +139,10 @@ def turn_config(session: Any) -> TurnConfig:
         max_output_tokens=session.model.max_output_tokens,
         model=session.model.model,
         policy=policy_for(session),
+        subagent_limits=SubagentLimits(
+            max_depth=settings.HORSIE["SUBAGENT_MAX_DEPTH"],
+            max_running=settings.HORSIE["SUBAGENT_MAX_RUNNING"],
+        ),
     )
 
 

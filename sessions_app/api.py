@@ -45,6 +45,7 @@ from sessions_app.schemas import (
     session_out,
 )
 from sessions_app.waiting import wait_settled
+from skills_app import panels as skills_panels
 from teams_app.models import Team
 from teams_app.selectors import team_for_create
 
@@ -238,6 +239,12 @@ def session_patch(request: HttpRequest, session_id: int, payload: SessionPatch) 
         memory_services.session_memory_set(
             session=session, memory=fields.pop("memory") or [], user=request.user
         )
+    if "skills" in fields or "bundles" in fields:  # so is a change of skills or bundles
+        skills_panels.session_skills_set(
+            session=session, user=request.user,
+            skills=fields.pop("skills", session.skills) or [],
+            bundles=fields.pop("bundles", session.bundles) or [],
+        )  # fmt: skip
     return session_detail_json(services.session_update(session=session, fields=fields))
 
 

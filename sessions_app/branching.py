@@ -32,11 +32,14 @@ from sessions_app.services import (
 HANDOFF_MAX_CHARS = 200_000
 
 
-def child_session(parent: Session, user: Any, *, title: str, parent_seq: int) -> Session:
+def child_session(
+    parent: Session, user: Any, *, title: str, parent_seq: int, branch: str
+) -> Session:
     child = Session(
         team=parent.team,
         created_by=user,
         kind="fork",
+        branch=branch,
         parent=parent,
         parent_seq=parent_seq,
         title=title[:200],
@@ -59,11 +62,11 @@ def session_fork(*, parent: Session, user: Any, document: str | None = None) -> 
     if document is not None:
         input_check(document, "handoff document")
         with transaction.atomic():
-            child = child_session(parent, user, title=title, parent_seq=upto)
+            child = child_session(parent, user, title=title, parent_seq=upto, branch="handoff")
             fork_boundary_append(child, document.strip(), handoff=True, author=user)
         return child
     with transaction.atomic():
-        child = child_session(parent, user, title=title, parent_seq=upto)
+        child = child_session(parent, user, title=title, parent_seq=upto, branch="summary")
         lease = lease_take(child.pk)
         assert lease is not None, "a new session's lease is free"
         from sessions_app.dispatcher import turn_dispatch
@@ -117,6 +120,7 @@ def session_rewind(*, parent: Session, user: Any, seq: int, text: str | None) ->
             user,
             title=f"{parent.title or f'Session {parent.pk}'} — rewind to {seq}",
             parent_seq=seq,
+            branch="rewind",
         )
         for row_seq, kind, content, data, tokens in [*rows, *answered]:
             copied = {**data, "copied_from": [parent.pk, row_seq]}

@@ -20,6 +20,7 @@ from teams_app.models import Team
 from teams_app.selectors import access_provider_key, require_admin
 
 ENDPOINT_FIELDS = ("base_url", "key", "api_key_env")
+MIN_THINKING = 1024  # Anthropic's smallest budget_tokens
 
 
 class CardRefused(ServiceError):
@@ -27,17 +28,43 @@ class CardRefused(ServiceError):
 
 
 def model_card_create(*, user: Any, team: Team, fields: dict[str, Any]) -> ModelCard:
+    thinking_check(fields, card=None)
     fields = _endpoint_checked(user, team, fields, card=None)
     return ModelCard.objects.create(team=team, **fields)
 
 
 @transaction.atomic
 def model_card_update(*, user: Any, card: ModelCard, fields: dict[str, Any]) -> ModelCard:
+    thinking_check(fields, card=card)
     fields = _endpoint_checked(user, card.team, fields, card=card)
     for name, value in fields.items():
         setattr(card, name, value)
     card.save()
     return card
+
+
+def thinking_check(fields: dict[str, Any], *, card: ModelCard | None) -> None:
+    """A thinking budget is Anthropic's, at least its minimum, and below the output limit
+    (the thinking counts against it), as the card will be once `fields` are applied."""
+
+    def after(name: str, default: Any) -> Any:
+        return fields[name] if name in fields else getattr(card, name, default)
+
+    budget = after("thinking_budget", None)
+    if budget is None:
+        return
+    wire, limit = after("wire", None), after("max_output_tokens", 1024)
+    if wire != "anthropic":
+        raise CardRefused(
+            f"thinking_budget is for the anthropic wire only, not {wire}: leave it empty."
+        )
+    if budget < MIN_THINKING:
+        raise CardRefused(f"thinking_budget must be at least {MIN_THINKING} tokens, not {budget}.")
+    if budget >= limit:
+        raise CardRefused(
+            f"thinking_budget ({budget}) must be below max_output_tokens ({limit}): the "
+            "thinking counts against the reply's output limit."
+        )
 
 
 def _endpoint_checked(

@@ -6,45 +6,33 @@ watcher sees every entry exactly once. After the catch-up come the status, the s
 the reply text already streamed by a call in flight (deltas carry offsets, so the browser
 joins that text with the live deltas without doubling any of it). A socket that may not
 watch is accepted and then closed: 4401 for no or a bad token, 4404 for a session that is
-missing or another team's. Access is checked on connect and again on events
-(deltas, which come many a second, at most once a second), so a user removed from the team
-stops seeing the session. Inbound frames are validated: only `ping` is understood.
+missing or another team's. Access is checked on connect and again before events, at most
+once a second and shared by the process's sockets (`watching`), so a user removed from the
+team stops seeing the session. Inbound frames are validated: only `ping` is understood.
 """
 
 from __future__ import annotations
 
-import time
 from typing import Any
 from urllib.parse import parse_qs
 
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
-from django.http import Http404
 
 from horsie_site.inputs import SEQ_MAX, bounded_int
 from sessions_app.events import group_name, stream_in_flight
 from sessions_app.journal import state_json, state_load
-from sessions_app.leases import status_of
 from sessions_app.schemas import entry_out
-from sessions_app.selectors import access_session, cut_seq, entries_page
+from sessions_app.selectors import cut_seq, entries_page
+from sessions_app.watching import may_watch, still_allowed
 from teams_app.websocket import CLOSE_NOT_FOUND, CLOSE_UNAUTHORIZED
 
 CATCH_UP_PAGE = 500
-RECHECK_SECONDS = 1.0
 
 
 def query_int(scope: dict[str, Any], name: str) -> int | None:
     values = parse_qs(scope.get("query_string", b"").decode("latin1")).get(name)
     return bounded_int(values[0], high=SEQ_MAX) if values else None
-
-
-@database_sync_to_async
-def may_watch(user: Any, session_id: int) -> str | None:
-    """The session's status when the user may watch it, else None."""
-    try:
-        return status_of(access_session(user, session_id))
-    except Http404:
-        return None
 
 
 @database_sync_to_async
@@ -72,7 +60,6 @@ class SessionConsumer(AsyncJsonWebsocketConsumer):
             return
         self.group = group_name(self.session_id)
         self.last_seq = max(0, query_int(self.scope, "after") or 0)
-        self.checked_at = time.monotonic()
         await self.channel_layer.group_add(self.group, self.channel_name)
         await self.accept()
         await self.catch_up()
@@ -122,11 +109,9 @@ class SessionConsumer(AsyncJsonWebsocketConsumer):
             await self.send_json(event)
 
     async def still_allowed(self, kind: str) -> bool:
-        now = time.monotonic()
-        if kind == "delta" and now - self.checked_at < RECHECK_SECONDS:
-            return True
-        self.checked_at = now
-        return await may_watch(self.user, self.session_id) is not None
+        """Whether this socket's user may still watch: for every kind of event alike, by an
+        answer at most `watching.RECHECK_SECONDS` old, shared with the process's sockets."""
+        return await still_allowed(self.user, self.session_id)
 
     async def receive_json(self, content: Any, **kwargs: Any) -> None:
         if isinstance(content, dict) and content.get("type") == "ping":

@@ -4,7 +4,8 @@ In-process (the embedded default) turns run on one background event loop in the 
 process. With `HORSIE_DISPATCH=channels` (the default when `REDIS_URL` is set) the turn is
 sent on the `horsie-turns` channel and a worker (`manage.py runworker horsie-turns`) runs
 it, so web processes and turn workers scale apart. Either way the lease taken by the caller
-travels with the turn, and dispatch happens only after the input's transaction commits.
+travels with the turn, and dispatch happens only after the input's transaction commits, in
+order after the events posted before it (`outbox`).
 """
 
 from __future__ import annotations
@@ -17,10 +18,11 @@ from collections.abc import Coroutine
 from concurrent.futures import Future
 from typing import Any
 
-from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
 from django.conf import settings
 from django.db import transaction
+
+from sessions_app import outbox
 
 log = logging.getLogger(__name__)
 TURN_CHANNEL = "horsie-turns"
@@ -57,6 +59,10 @@ def turn_dispatch(session_id: int, lease: str) -> None:
 
 
 def turn_send(session_id: int, lease: str) -> None:
+    outbox.post(lambda: turn_deliver(session_id, lease))
+
+
+async def turn_deliver(session_id: int, lease: str) -> None:
     if settings.HORSIE["DISPATCH"] == "inprocess":
         from sessions_app.worker import drive_session
 
@@ -64,6 +70,4 @@ def turn_send(session_id: int, lease: str) -> None:
         return
     layer = get_channel_layer()
     assert layer is not None, "HORSIE_DISPATCH=channels needs a channel layer"
-    async_to_sync(layer.send)(
-        TURN_CHANNEL, {"type": "turn.run", "session": session_id, "lease": lease}
-    )
+    await layer.send(TURN_CHANNEL, {"type": "turn.run", "session": session_id, "lease": lease})

@@ -1,7 +1,8 @@
 """Live events: typed payloads, one channel-layer group per session, sent after commit.
 
 Entries and status changes are sent only once their transaction commits, so a watcher never
-sees something the database does not hold. Deltas are not stored and go out at once.
+sees something the database does not hold. Deltas are not stored and go out at once; the
+reply text in flight is kept chunk by chunk in `streams` for watchers who join mid-reply.
 """
 
 from __future__ import annotations
@@ -9,11 +10,13 @@ from __future__ import annotations
 import secrets
 from typing import Any, Literal, TypedDict
 
-from asgiref.sync import async_to_sync, sync_to_async
 from channels.layers import get_channel_layer
 from django.core.cache import cache
 from django.db import transaction
 from django.utils import timezone
+
+from sessions_app import outbox
+from sessions_app.streams import STREAM_TTL, streams
 
 
 class EntryEvent(TypedDict):
@@ -47,9 +50,6 @@ class CompactingEvent(TypedDict):
 Event = EntryEvent | DeltaEvent | StatusEvent | StateEvent | CompactingEvent
 
 
-STREAM_TTL = 600
-
-
 def group_name(session_id: int) -> str:
     return f"session.{session_id}"
 
@@ -59,9 +59,8 @@ def layer_message(event: Event) -> dict[str, Any]:
 
 
 def send_now(session_id: int, event: Event) -> None:
-    layer = get_channel_layer()
-    if layer is not None:
-        async_to_sync(layer.group_send)(group_name(session_id), layer_message(event))
+    """From sync code: at once, or with the batch of the outbox open on this thread."""
+    outbox.post(lambda: send_async(session_id, event))
 
 
 def send_on_commit(session_id: int, event: Event) -> None:
@@ -80,13 +79,14 @@ def stream_key(session_id: int) -> str:
 
 async def stream_in_flight(session_id: int) -> dict[str, Any] | None:
     """The reply text streamed so far by the call in flight, if one is streaming."""
-    value = await sync_to_async(cache.get, thread_sensitive=False)(stream_key(session_id))
-    return value if isinstance(value, dict) else None
+    flight = await streams().read(session_id)
+    return {"stream": flight[0], "text": flight[1]} if flight else None
 
 
 def stream_forget(session_id: int) -> None:
     """A dead runner's text in flight is no longer in flight; nor is its compaction."""
-    cache.delete_many([stream_key(session_id), compacting_key(session_id)])
+    streams().forget(session_id)
+    cache.delete(compacting_key(session_id))
 
 
 def compacting_key(session_id: int) -> str:
@@ -102,34 +102,33 @@ def compacting_since(session_id: int) -> str | None:
 class ChannelEvents:
     """The core's `EventSink` on the channel layer.
 
-    Each delta carries its stream's id and its `offset` in the text, and the text so far is
-    written to the cache *before* the delta is published. A watcher joins the group first,
-    then reads the cache: every delta is either in what it read or arrives after, and the
-    offsets let the browser drop the overlap, so the text in flight is neither cut nor
-    doubled. The cache entry goes before the reply's entry is appended.
+    Each delta carries its stream's id and its `offset` in the text, and its chunk is
+    appended to the stream in flight (`streams`) *before* the delta is published. A watcher
+    joins the group first, then reads the stream: every delta is either in what it read or
+    arrives after, and the offsets let the browser drop the overlap, so the text in flight
+    is neither cut nor doubled. The stream is gone before the reply's entry is appended.
     """
 
     def __init__(self) -> None:
         self.stream = ""
-        self.text = ""
+        self.length = 0
 
     async def stream_start(self, session_id: int) -> None:
         self.stream = secrets.token_hex(6)
-        self.text = ""
-        cache.delete(stream_key(session_id))  # sync: a runner's loop has no Django executor
+        self.length = 0
+        await streams().begin(session_id, self.stream)
 
     async def delta(self, session_id: int, text: str) -> None:
-        offset = len(self.text)
-        self.text += text
-        cache.set(stream_key(session_id), {"stream": self.stream, "text": self.text}, STREAM_TTL)
+        offset = self.length
+        self.length += len(text)
+        await streams().append(session_id, text)
         await send_async(
             session_id, {"type": "delta", "text": text, "offset": offset, "stream": self.stream}
         )
 
     async def stream_end(self, session_id: int) -> None:
-        if self.text:
-            cache.delete(stream_key(session_id))
-        self.text = ""
+        await streams().end(session_id)
+        self.length = 0
 
     async def compacting(self, session_id: int, phase: Literal["start", "end"]) -> None:
         """Compaction streams nothing: watchers see its start (with the time, so a page that

@@ -364,6 +364,12 @@ class ModelCardForm(forms.Form):
         "within a tool loop, or always. Some servers reject a tool turn without it.",
     )
 
+    thinking_budget = forms.IntegerField(
+        required=False, min_value=1024, max_value=1_000_000, label="Thinking budget",
+        help_text="Anthropic only: tokens a reply may spend on extended thinking (at least "
+        "1,024, below the output limit). Empty: no extended thinking.",
+    )  # fmt: skip
+
     def __init__(self, *args: Any, keys: Any, **kwargs: Any) -> None:
         kwargs.setdefault("label_suffix", "")
         super().__init__(*args, **kwargs)
@@ -404,7 +410,7 @@ class ModelCardForm(forms.Form):
 
 CARD_FIELDS = (
     "name", "wire", "model", "base_url", "key", "context_window", "max_output_tokens",
-    "reasoning_replay", "prices",
+    "reasoning_replay", "thinking_budget", "prices",
 )  # fmt: skip
 ENDPOINT_FORM_FIELDS = ("base_url", "key")
 

@@ -37,8 +37,22 @@ def state_load(session_id: int, upto: int | None = None) -> tuple[SessionState, 
     base = deserialise(snapshot[1]) if snapshot else None
     after = snapshot[0] if snapshot else 0
     rows = entries_after.filter(seq__gt=after).order_by("seq").values_list("seq", "kind", "data")
-    entries = (LogEntry(seq=seq, kind=kind, data=data) for seq, kind, data in rows.iterator())
+    # A plain read, not `.iterator()`: at most a snapshot interval of rows, and on PostgreSQL
+    # a server-side cursor would cost three round trips for what one query returns.
+    entries = (LogEntry(seq=seq, kind=kind, data=data) for seq, kind, data in rows)
     return fold(entries, base), (snapshot[0] if snapshot else None)
+
+
+def state_after(session_id: int, known: SessionState | None) -> SessionState:
+    """The state at the end of the log, from `known` (the state at an earlier seq) and the
+    entries after it. The log only grows and entries never change, so this is exactly
+    `state_load`'s answer, for the cost of the entries since `known` (usually none or two).
+    """
+    if known is None:
+        return state_load(session_id)[0]
+    rows = Entry.objects.filter(session_id=session_id, seq__gt=known.seq).order_by("seq")
+    entries = rows.values_list("seq", "kind", "data")
+    return fold((LogEntry(seq=seq, kind=kind, data=data) for seq, kind, data in entries), known)
 
 
 def state_json(state: SessionState, snapshot_seq: int | None) -> dict[str, Any]:

@@ -44,6 +44,8 @@ class ModelCard(models.Model):
     context_window = models.PositiveIntegerField(null=True, blank=True)
     max_output_tokens = models.PositiveIntegerField(default=1024)
     reasoning_replay = models.CharField(max_length=12, choices=REPLAY_RULES, default="never")
+    # Anthropic extended thinking: the tokens a reply may think with; null: off.
+    thinking_budget = models.PositiveIntegerField(null=True, blank=True)
     # Per million tokens: {"input", "cached_input", "output"}, or null when unknown.
     prices = models.JSONField(null=True, blank=True)
     # Who last set where the card's calls go and with which credential (base_url, key,
@@ -106,6 +108,7 @@ class AgentPreset(Selections):
 class Session(Selections):
     KINDS = [("main", "main"), ("fork", "fork"), ("subagent", "subagent")]
     STATUSES = [("idle", "idle"), ("running", "running"), ("waiting", "waiting")]
+    BRANCHES = [("", "none"), ("summary", "summary"), ("handoff", "handoff"), ("rewind", "rewind")]
 
     team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="sessions")
     title = models.CharField(max_length=200, blank=True)
@@ -113,6 +116,8 @@ class Session(Selections):
     parent = models.ForeignKey("self", on_delete=models.PROTECT, null=True, blank=True)
     # A fork or rewind starts from the parent's log as it was at this seq.
     parent_seq = models.PositiveBigIntegerField(null=True, blank=True)
+    # How a fork was made: from a summary, a handoff document, or a rewind to `parent_seq`.
+    branch = models.CharField(max_length=10, choices=BRANCHES, blank=True, default="")
     preset = models.ForeignKey(AgentPreset, on_delete=models.SET_NULL, null=True, blank=True)
     model = models.ForeignKey(ModelCard, on_delete=models.PROTECT, related_name="sessions")
     system_prompt = models.TextField(blank=True)

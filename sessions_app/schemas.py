@@ -21,6 +21,7 @@ Id = Annotated[int, Field(ge=1, le=ID_MAX)]
 Seq = Annotated[int, Field(ge=1, le=SEQ_MAX)]
 ContextWindow = Annotated[int, Field(ge=256, le=TOKENS_MAX)]
 OutputTokens = Annotated[int, Field(ge=1, le=1_000_000)]
+ThinkingBudget = Annotated[int, Field(ge=1024, le=1_000_000)]
 CompactAt = Annotated[float, Field(gt=0, le=TOKENS_MAX, allow_inf_nan=False)]
 MaxSteps = Annotated[int, Field(ge=1, le=1000)]
 
@@ -71,12 +72,15 @@ class ModelCardIn(Schema):
     context_window: ContextWindow | None = None
     max_output_tokens: OutputTokens = 1024
     reasoning_replay: ReplayRule = "never"
+    thinking_budget: ThinkingBudget | None = None
     prices: Prices | None = None
     team: str | None = None
 
 
 class ModelCardPatch(Patch):
-    nullable = frozenset({"base_url", "key", "api_key_env", "context_window", "prices"})
+    nullable = frozenset(
+        {"base_url", "key", "api_key_env", "context_window", "prices", "thinking_budget"}
+    )
     name: str | None = Field(default=None, min_length=1, max_length=100)
     wire: Wire | None = None
     model: str | None = Field(default=None, min_length=1, max_length=200)
@@ -88,6 +92,7 @@ class ModelCardPatch(Patch):
     context_window: ContextWindow | None = None
     max_output_tokens: OutputTokens | None = None
     reasoning_replay: ReplayRule | None = None
+    thinking_budget: ThinkingBudget | None = None
     prices: Prices | None = None
 
 
@@ -102,6 +107,7 @@ class ModelCardOut(Schema):
     context_window: int | None
     max_output_tokens: int
     reasoning_replay: str
+    thinking_budget: int | None
     prices: dict[str, float] | None
     team: str = Field(alias="team.name")
     endpoint_changed_by: str | None

@@ -54,7 +54,9 @@ def access_session(user: Any, pk: Any) -> Session:
 
 
 def sessions_visible(user: Any, *, team: Any = None, q: str = "") -> QuerySet[Session]:
-    queryset = Session.objects.filter(team__in=teams_of(user)).select_related("model")
+    queryset = Session.objects.filter(team__in=teams_of(user)).select_related(
+        "model", "parent", "created_by"
+    )
     if team is not None:
         queryset = queryset.filter(team=team)
     if q:

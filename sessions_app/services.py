@@ -14,21 +14,20 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.conf import settings
-from django.db import transaction
-from django.db.models import F
+from django.db import connection, transaction
 from django.utils import timezone
 
 from harness import commands, loop
 from harness.ports import LeaseLost
 from harness.state import token_count
 from horsie_site.inputs import SEQ_MAX, text_problem
-from sessions_app import events
+from sessions_app import events, outbox
 from sessions_app.commands import registry_of
 from sessions_app.journal import journal_apply, state_load
 from sessions_app.leases import lease_release, lease_take, lease_take_over
 from sessions_app.models import AgentPreset, Entry, ModelCard, QueuedInput, Session
 from sessions_app.schemas import entry_out
-from sessions_app.selectors import context_entries_now, cut_seq
+from sessions_app.selectors import context_entries_now
 from teams_app.models import Team
 
 SELECTION_FIELDS = (
@@ -101,14 +100,13 @@ def entry_append(
     """Append one entry with the next seq. A turn runner passes its `lease`: when another
     runner has taken the session over, nothing is written and `LeaseLost` is raised, so a
     runner that stalled past its lease can never add to a log that has moved on. A `tokens`
-    figure that is not one (a provider reported nonsense) is stored as unknown."""
-    with transaction.atomic():
-        counter = Session.objects.filter(pk=session_id)
-        if lease is not None:
-            counter = counter.filter(lease_owner=lease)
-        if not counter.update(last_seq=F("last_seq") + 1, updated_at=timezone.now()):
+    figure that is not one (a provider reported nonsense) is stored as unknown. Inside a
+    caller's transaction it is part of that transaction (no savepoint of its own: a failure
+    here fails the caller's work, which is what every caller wants)."""
+    with transaction.atomic(savepoint=False):
+        seq = seq_next(session_id, lease)
+        if seq is None:
             raise LeaseLost(f"session {session_id}: the lease {lease} is no longer held")
-        seq = Session.objects.values_list("last_seq", flat=True).get(pk=session_id)
         entry = Entry.objects.create(
             session_id=session_id,
             seq=seq,
@@ -118,11 +116,30 @@ def entry_append(
             tokens=token_count(tokens),
             author=author,
         )
-        events.send_on_commit(
-            session_id, {"type": "entry", "entry": entry_out(entry, cut_seq(session_id))}
-        )
+        # A new entry ends the log, and no cut lies after the end: it is in context by kind.
+        events.send_on_commit(session_id, {"type": "entry", "entry": entry_out(entry, entry.seq)})
         journal_apply(entry)
     return entry
+
+
+def seq_next(session_id: int, lease: str | None) -> int | None:
+    """Bump the session's `last_seq` and read it back in one statement (UPDATE … RETURNING,
+    on SQLite and PostgreSQL alike); None when `lease` is given and no longer held."""
+    table = connection.ops.quote_name(Session._meta.db_table)
+    now = connection.ops.adapt_datetimefield_value(timezone.now())
+    held, params = (
+        ("", [now, session_id])
+        if lease is None
+        else (" AND lease_owner = %s", [now, session_id, lease])
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"UPDATE {table} SET last_seq = last_seq + 1, updated_at = %s "
+            f"WHERE id = %s{held} RETURNING last_seq",
+            params,
+        )
+        row = cursor.fetchone()
+    return int(row[0]) if row else None
 
 
 def session_create(*, user: Any, team: Team, fields: Mapping[str, Any]) -> Session:
@@ -202,8 +219,27 @@ def message_post(*, session: Session, user: Any, text: str) -> Posted:
             expansion = commands.expand(command.template, parsed.args)
             input_check(expansion, "expanded command")
             data = {"expansion": expansion}
-    queued = QueuedInput.objects.create(session=session, text=text, author=user, data=data)
-    return turn_start(session.pk, queued.pk)
+    return input_post(session.pk, QueuedInput(session=session, text=text, author=user, data=data))
+
+
+def input_post(session_id: int, queued: QueuedInput) -> Posted:
+    """Store a person's input and start its turn.
+
+    With the lease free (the common case) the input goes straight into the log under it, in
+    the transaction that first moves in whatever was queued before it: stored before any
+    work starts, without the queue's insert, lock and delete. Otherwise it is queued (stored
+    at once) and `turn_take` takes over from a dead runner or leaves it to the live one.
+    """
+    with outbox.batched():
+        lease = lease_take(session_id)
+        if lease is None:
+            queued.save()
+            return turn_take(session_id, queued.pk, free_tried=True)
+        try:
+            return turn_begin(session_id, lease, DIRECT, taken_over=False, direct=queued)
+        except Exception:
+            lease_release(session_id, lease)  # never leave the session stuck in `running`
+            raise
 
 
 def branch_command(session: Session, user: Any, parsed: commands.Parsed) -> int | None:
@@ -241,10 +277,16 @@ def answer_post(*, session: Session, user: Any, question: str, text: str) -> Pos
 def turn_start(session_id: int, queued_id: int | None = None) -> Posted:
     """Take the session's turn and run what is queued; a no-op while another runner has it.
 
-    Taking over from a runner whose lease expired first closes (or resumes) its turn.
+    Taking over from a runner whose lease expired first closes (or resumes) its turn. The
+    status, the entries and the dispatch go to the channel layer together, at the end.
     """
+    with outbox.batched():
+        return turn_take(session_id, queued_id)
+
+
+def turn_take(session_id: int, queued_id: int | None, *, free_tried: bool = False) -> Posted:
     taken_over = False
-    lease = lease_take(session_id)
+    lease = None if free_tried else lease_take(session_id)
     if lease is None:
         lease = lease_take_over(session_id)
         if lease is None:
@@ -257,14 +299,21 @@ def turn_start(session_id: int, queued_id: int | None = None) -> Posted:
         raise
 
 
-def turn_begin(session_id: int, lease: str, queued_id: int | None, *, taken_over: bool) -> Posted:
+def turn_begin(
+    session_id: int,
+    lease: str,
+    queued_id: int | None,
+    *,
+    taken_over: bool,
+    direct: QueuedInput | None = None,
+) -> Posted:
     resume = False
     if taken_over:
         # A fork whose runner died before writing its summary: the new runner writes it.
         fork_unwritten = Session.objects.filter(pk=session_id, kind="fork", last_seq=0).exists()
         resume = fork_unwritten or turn_interrupted(session_id)
     events.send_now(session_id, {"type": "status", "status": "running"})
-    entered, needs_turn = inputs_enter_log(session_id)
+    entered, needs_turn = inputs_enter_log(session_id, direct)
     if not (needs_turn or resume):
         lease = turn_boundary(session_id, lease)
     if lease is not None:
@@ -312,16 +361,25 @@ def owes_reply(session_id: int) -> bool:
     return loop.owes_reply(context_entries_now(session_id))
 
 
-def inputs_enter_log(session_id: int) -> tuple[dict[int, int], bool]:
-    """Move queued input into the log (lease holder only). Returns seqs and whether to run."""
+DIRECT = 0  # the key of an input that enters the log without being queued first
+
+
+def inputs_enter_log(
+    session_id: int, direct: QueuedInput | None = None
+) -> tuple[dict[int, int], bool]:
+    """Move queued input into the log (lease holder only), then `direct`, an input not
+    queued. Returns the seqs by queued id (`DIRECT` for `direct`) and whether to run."""
     entered: dict[int, int] = {}
     needs_turn = False
     with transaction.atomic():
-        for row in QueuedInput.objects.filter(session_id=session_id).select_for_update():
+        queued = QueuedInput.objects.filter(session_id=session_id).select_related("author")
+        rows = list(queued.select_for_update(of=("self",)))
+        for row in [*rows, *([direct] if direct is not None else [])]:
             entry, wants_turn = input_append(session_id, row)
-            entered[row.pk] = entry.seq
+            entered[row.pk or DIRECT] = entry.seq
             needs_turn = needs_turn or wants_turn
-            row.delete()
+            if row.pk:
+                row.delete()
     return entered, needs_turn
 
 

@@ -11,7 +11,7 @@ from harness.runtime import SessionView, session_context
 from harness.state import SessionState
 from horsie_site import wiring
 from memory_app.stores import spaces_now
-from sessions_app.journal import state_load
+from sessions_app.journal import state_after, state_load
 from sessions_app.leases import lease_renew
 from sessions_app.models import Entry, Session
 from sessions_app.selectors import ROW_FIELDS, context_entries_now, row_entry
@@ -48,6 +48,7 @@ def read_now(session_id: int, seq: int) -> LogEntry | None:
 class OrmTranscriptStore:
     def __init__(self, lease: str) -> None:
         self.lease = lease
+        self.known: dict[int, SessionState] = {}  # the state last read, to read on from
 
     async def context_entries(self, session_id: int) -> Sequence[LogEntry]:
         return await db(context_entries_now)(session_id)
@@ -72,7 +73,8 @@ class OrmTranscriptStore:
         return log_entry(row)
 
     async def state(self, session_id: int) -> SessionState:
-        state, _ = await db(state_load)(session_id)
+        state = await db(state_after)(session_id, self.known.get(session_id))
+        self.known[session_id] = state
         return state
 
     async def search(self, session_id: int, query: str, limit: int) -> Sequence[LogEntry]:

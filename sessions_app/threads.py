@@ -3,7 +3,9 @@
 The turn runs on its own event loop (the in-process turn thread, or a `runworker`), with no
 request around it, so asgiref's thread-sensitive mode would funnel every turn's queries
 through the one thread that also serves synchronous request code. Turns use the loop's
-thread pool instead, and Channels' wrapper closes connections that went stale.
+thread pool instead, and Channels' wrapper closes connections that went stale. Events the
+work sends after commit are collected on that thread (`outbox`) and delivered from the
+runner's loop when the work returns: no hop back per event.
 """
 
 from __future__ import annotations
@@ -13,6 +15,20 @@ from typing import Any
 
 from channels.db import database_sync_to_async
 
+from sessions_app import outbox
 
-def db(function: Callable[..., Any]) -> Any:
-    return database_sync_to_async(function, thread_sensitive=False)
+
+def db(function: Callable[..., Any]) -> Callable[..., Any]:
+    async def run(*args: Any, **kwargs: Any) -> Any:
+        box: list[outbox.Send] = []
+
+        def collected() -> Any:
+            with outbox.collecting(box):
+                return function(*args, **kwargs)
+
+        try:
+            return await database_sync_to_async(collected, thread_sensitive=False)()
+        finally:
+            await outbox.deliver(box)
+
+    return run

@@ -21,6 +21,7 @@ urlpatterns = [
     path("sessions/<int:session_id>/", views.session_detail, name="detail"),
     path("sessions/<int:session_id>/send/", views.message_send, name="send"),
     path("sessions/<int:session_id>/answer/", views.answer_send, name="answer"),
+    path("sessions/<int:session_id>/complete/", views.command_complete, name="complete"),
     path("sessions/<int:session_id>/meter/", views.context_meter, name="meter"),
     path("sessions/<int:session_id>/memory/", views.memory_change, name="memory"),
     path("sessions/<int:session_id>/entries/", views.entries_earlier, name="entries"),

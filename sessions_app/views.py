@@ -1,13 +1,12 @@
 """Session pages: the list, the new-session form, and the session page with its partials.
 
 The transcript is rendered on the server on load; after that it changes only through the
-session's websocket (static/horsie-session.js), so the page and the API's live events never
-disagree. Sending answers with no entry: the sender's own message arrives like everyone
-else's, as a live event. Live entries that need markdown are fetched from `entry_detail`,
-so rendering and sanitising markdown stays in one place, on the server.
+session's UI websocket (`ui_consumer`), which renders the same partials as `hx-swap-oob`
+fragments, so the page and a live update never render anything two ways. Sending answers
+with no entry: the sender's own message arrives like everyone else's, as a live event.
 
 The state panel (tasks, armed timers, pending questions) follows the same rule: rendered
-from `state_json` on load, then replaced by the socket's `state` events. Answering a question
+from `state_json` on load, then re-rendered for each of the socket's `state` events. Answering a question
 stores the answer and returns only an error (or nothing); the question leaves the panel, for
 every watcher at once, when the state event that settles it arrives.
 
@@ -36,6 +35,7 @@ from memory_app import panels
 from memory_app.selectors import SelectionRefused
 from sessions_app import api, branching, services, stores, usage
 from sessions_app.api import session_json
+from sessions_app.commands import registry_of
 from sessions_app.events import compacting_since
 from sessions_app.forms import SessionForm
 from sessions_app.journal import state_json, state_load
@@ -55,16 +55,6 @@ PAGE = 50
 LIST_LIMIT = 100
 DETAIL = "sessions_app/detail.html"
 NEW = "sessions_app/new.html"
-# Kinds the browser renders itself from a <template>, with textContent; the rest (markdown)
-# are fetched from the server already rendered.
-CLIENT_KINDS = ("user", "command", "answer", "notice", "tool_result")
-# Blank state items, rendered into <template>s the browser fills from `state` events. A blank
-# question has one blank option: the browser clones that button once per option.
-BLANK_STATE = {
-    "task": {"text": "", "status": "pending"},
-    "timer": {"id": "", "message": "", "seconds": 0, "due_at": ""},
-    "question": {"id": "", "question": "", "options": [""]},
-}
 NOT_PENDING = "This question is no longer waiting for an answer (someone may have answered it)."
 NOT_LATEST = "A newer summary exists: edit that one instead."
 CHART_CALLS = 2000  # the chart shows at most the last this many model calls
@@ -149,7 +139,18 @@ def memory_cost_of(request: HttpRequest, data: Any) -> dict[str, Any]:
 @require_GET
 def session_detail(request: HttpRequest, session_id: int) -> TemplateResponse:
     session = access_session(request.user, session_id)
+    team_follow(request, session)
     return TemplateResponse(request, DETAIL, detail_context(session, request.user))
+
+
+def team_follow(request: HttpRequest, session: Session) -> None:
+    """Opening a session of another of the user's teams switches to that team, so the
+    switcher, the sidebar and the next new session are that team's."""
+    current = request.team  # type: ignore[attr-defined]
+    if current is not None and current.pk == session.team_id:
+        return
+    request.session["team_id"] = session.team_id
+    request.team = session.team  # type: ignore[attr-defined]
 
 
 def detail_context(session: Session, user: Any, **extra: Any) -> dict[str, Any]:
@@ -172,9 +173,7 @@ def detail_context(session: Session, user: Any, **extra: Any) -> dict[str, Any]:
         "entries": entries,
         "has_more": has_more,
         "last_seq": entries[-1]["seq"] if entries else 0,
-        "blanks": [blank_entry(kind) for kind in CLIENT_KINDS],
         "state": state_json(*state_load(session.pk)),
-        "blank_state": BLANK_STATE,
         **extra,
     }
 
@@ -257,12 +256,6 @@ def chart_of(session: Session, meter: dict[str, Any]) -> dict[str, Any]:
     )
 
 
-def blank_entry(kind: str) -> dict[str, Any]:
-    """An empty entry of `kind`: rendered into a <template> the browser fills for live entries."""
-    return {"seq": "", "kind": kind, "content": "", "data": {}, "author": "", "in_context": True,
-            "before_cut": False}  # fmt: skip
-
-
 @login_required
 @require_GET
 def entries_earlier(request: HttpRequest, session_id: int) -> HttpResponse:
@@ -303,6 +296,21 @@ def context_meter(request: HttpRequest, session_id: int) -> TemplateResponse:
         "memory": memory,
     }
     return TemplateResponse(request, f"{DETAIL}#meter-refresh", context)
+
+
+@login_required
+@require_GET
+def command_complete(request: HttpRequest, session_id: int) -> TemplateResponse:
+    """The slash commands the composer's text starts, while it is a bare `/name`."""
+    session = access_session(request.user, session_id)
+    typed = request.GET.get("text", "")
+    completions: list[dict[str, str]] = []
+    if typed.startswith("/") and not any(c.isspace() for c in typed):
+        completions = [
+            c for c in registry_of(session).completions() if c["name"].startswith(typed[1:])
+        ]
+    context = {"completions": completions}
+    return TemplateResponse(request, f"{DETAIL}#composer-complete", context)
 
 
 @login_required

@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Awaitable
+from dataclasses import dataclass
 from typing import Any
 
 from channels.consumer import AsyncConsumer
@@ -36,7 +37,16 @@ from skills_app.stores import OrmSkillSource
 log = logging.getLogger(__name__)
 
 
-def turn_setup(session_id: int, lease: str) -> tuple[TurnConfig, Deps]:
+@dataclass(frozen=True)
+class Setup:
+    config: TurnConfig
+    deps: Deps
+    fork_pending: bool  # a fork whose summary is not written yet
+    subagent: bool  # its answer goes to its parent when its run is over
+
+
+def turn_setup(session_id: int, lease: str) -> Setup:
+    """Everything a runner needs from the database before its first call, in one hop."""
     session = Session.objects.select_related("model").get(pk=session_id)
     deps = Deps(
         store=OrmTranscriptStore(lease),
@@ -47,23 +57,30 @@ def turn_setup(session_id: int, lease: str) -> tuple[TurnConfig, Deps]:
         skills=OrmSkillSource(),
         subagents=OrmSubagentLauncher(),
     )
-    return wiring.turn_config(session), deps
+    return Setup(
+        config=wiring.turn_config(session),
+        deps=deps,
+        fork_pending=session.kind == "fork" and session.last_seq == 0,
+        subagent=session.kind == "subagent",
+    )
 
 
 async def drive_session(session_id: int, lease: str) -> None:
     store: OrmTranscriptStore | None = None
+    subagent = True  # unknown until set up: ask
     try:
-        config, deps = await db(turn_setup)(session_id, lease)
-        store = deps.store  # type: ignore[assignment]
+        setup = await db(turn_setup)(session_id, lease)
+        store, subagent = setup.deps.store, setup.subagent  # type: ignore[assignment]
         assert store is not None
-        await with_heartbeat(run_session(config, deps), session_id, store)
+        await with_heartbeat(run_session(setup), session_id, store)
     except LeaseLost:
         log.warning("session %s: lease lost; another runner has it", session_id)
         return  # the runner that took it over reports
     except Exception as error:
         log.exception("session %s: the turn failed", session_id)
         await db(turn_failed)(session_id, store.lease if store else lease, error)
-    await reported(session_id)
+    if subagent:
+        await reported(session_id)
 
 
 async def reported(session_id: int) -> None:
@@ -74,17 +91,14 @@ async def reported(session_id: int) -> None:
         log.exception("session %s: its answer could not be sent to its parent", session_id)
 
 
-async def run_session(config: TurnConfig, deps: Deps) -> None:
+async def run_session(setup: Setup) -> None:
     """A fork's first run writes its summary; every run then drives the queued turns."""
-    if await db(fork_pending)(config.session_id):
+    config, deps = setup.config, setup.deps
+    if setup.fork_pending:
         await fork_summarise(config, deps)
         if not await deps.store.next_turn(config.session_id):
             return
     await drive(config, deps)
-
-
-def fork_pending(session_id: int) -> bool:
-    return Session.objects.filter(pk=session_id, kind="fork", last_seq=0).exists()
 
 
 def fork_context(session_id: int) -> tuple[Session, SessionView]:

@@ -9,6 +9,7 @@ urlpatterns = [
     path("", views.skill_list, name="list"),
     path("import/", views.skill_import, name="import"),
     path("export/", views.skill_export, name="export"),
+    path("sessions/<int:session_id>/", views.session_skills, name="session"),
 ]
 # One new / edit / delete route per kind, each with its own id parameter.
 for key, param in views.ID_PARAMS.items():

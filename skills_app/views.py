@@ -21,11 +21,13 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.http import HttpResponseClientRedirect
 
-from skills_app import api, selectors, services
+from sessions_app.selectors import access_session
+from skills_app import api, panels, selectors, services
 from skills_app.forms import BundleForm, CommandForm, SkillForm, SubagentTypeForm
 
 LIST = "skills_app/list.html"
 EDIT = "skills_app/edit.html"
+PANEL = "skills_app/_skills_panel.html"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -246,3 +248,21 @@ def item_delete(request: HttpRequest, key: str, **ids: int) -> HttpResponse:
     kind = kind_of(key)
     kind.delete(kind.access(request.user, ids[ID_PARAMS[key]]), request.user)
     return go(request, reverse("skills:list"))
+
+
+@login_required
+@require_POST
+def session_skills(request: HttpRequest, session_id: int) -> HttpResponse:
+    """The session panel's skills form: the same check and notice as `PATCH /sessions/{id}`;
+    htmx gets the panel again (with the refusal's words and status, nothing changed)."""
+    session = access_session(request.user, session_id)
+    error, status = "", 200
+    try:
+        session = panels.posted_change(session=session, user=request.user, data=request.POST)
+    except services.ServiceError as refused:
+        error, status = str(refused), refused.status
+        session.refresh_from_db()
+    if not request.htmx and not error:  # type: ignore[attr-defined]
+        return redirect("sessions:detail", session.pk)
+    context = panels.skills_panel(session, request.user, error=error)
+    return TemplateResponse(request, PANEL, context, status=status)

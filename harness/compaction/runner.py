@@ -28,6 +28,7 @@ from harness.compaction.prompts import (
     squeezed,
     summary_request,
 )
+from harness.compaction.watched import Watched
 from harness.context import (
     Context,
     assemble,
@@ -212,6 +213,7 @@ async def fold(
     boundary = latest_boundary(view.entries)
     pinned = boundary.data.get("pinned") if boundary else None
     window = view.policy.window
+    provider = Watched(deps.provider, deps.events, config.session_id)
     ask = functools.partial(
         summary_request,
         has_previous=bool(boundary and boundary.content.strip()),
@@ -223,7 +225,7 @@ async def fold(
     request = ask(view.context, anchor=anchor_text(next(e for e in view.entries if e.seq == cut)))
     if fits(request, window, view.counter):
         try:
-            return await summarise(deps.provider, request, view.counter, pinned)
+            return await summarise(provider, request, view.counter, pinned)
         except ProviderError as error:
             if error.code != "context_length_exceeded":
                 raise
@@ -238,7 +240,7 @@ async def fold(
         skills=view.skills,
         skills_budget=view.policy.skills_budget,
     )
-    return await fold_span(deps.provider, ask(span, anchor=None, span=True), view, pinned)
+    return await fold_span(provider, ask(span, anchor=None, span=True), view, pinned)
 
 
 async def fold_span(

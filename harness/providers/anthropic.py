@@ -11,7 +11,10 @@ finds the previous breakpoint's prefix within its look-back and reads it from th
 Thinking blocks come back with their signatures; they are kept in `provider_details`, in
 their place among the reply's blocks, and replayed verbatim on the assistant turns of the
 current tool loop (the assistant messages after the last user message), as the API requires,
-and only to the model that wrote them. Usage: the API reports uncached input, cache reads and
+and only to the model that wrote them. The card's `thinking_budget` turns extended thinking on
+(`thinking: {"type": "enabled", "budget_tokens": N}`) for every call whose output limit
+exceeds the budget, as the API requires; a call with a smaller limit (a probe) thinks not.
+Usage: the API reports uncached input, cache reads and
 cache writes apart; the prompt is their sum and the cached part the reads.
 
 One retry mechanism, as in `openai_chat`: `with_retries` wraps only the opening of the
@@ -117,7 +120,12 @@ def build(card: CardConfig, options: dict[str, Any]) -> AnthropicProvider:
         timeout=float(options.get("timeout", DEFAULT_TIMEOUT)),
         retry=options.get("retry") or RetryPolicy(),
         connect_check=options.get("connect_check"),
-        thinking_budget=options.get("thinking_budget"),
+        capabilities=Capabilities(
+            tools=True,
+            streaming_usage=True,
+            reasoning_replay=True,
+            counts_prompt=bool(options.get("count_tokens", True)),
+        ),
     )
 
 
@@ -127,11 +135,11 @@ class AnthropicProvider:
     timeout: float = DEFAULT_TIMEOUT
     retry: RetryPolicy = field(default_factory=RetryPolicy)
     connect_check: ConnectCheck | None = None
-    thinking_budget: int | None = None  # extended thinking, when the caller asks for it
     capabilities: Capabilities = Capabilities(
         tools=True, streaming_usage=True, reasoning_replay=True
     )
-    # No local tokenizer for Claude: the estimate, which the session calibrates on usage.
+    # No local tokenizer for Claude: the estimate, which the session calibrates on usage and,
+    # near the compaction trigger, on the count endpoint (`harness.prompt_count`).
     counter: TokenCounter = ESTIMATE
     _clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, AsyncAnthropic] = field(
         default_factory=weakref.WeakKeyDictionary, repr=False, compare=False
@@ -202,8 +210,9 @@ class AnthropicProvider:
             body["system"] = system
         if tools:
             body["tools"] = tools
-        if self.thinking_budget:
-            body["thinking"] = {"type": "enabled", "budget_tokens": self.thinking_budget}
+        budget = self.card.thinking_budget
+        if budget and body["max_tokens"] > budget:
+            body["thinking"] = {"type": "enabled", "budget_tokens": budget}
         return body
 
     async def count_tokens(self, request: ModelRequest) -> int:

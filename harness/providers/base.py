@@ -53,6 +53,7 @@ class CardConfig:
     context_window: int | None = None
     max_output_tokens: int = 1024
     reasoning_replay: ReplayRule = "never"
+    thinking_budget: int | None = None  # extended thinking (anthropic); None: off
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -60,6 +61,7 @@ class Capabilities:
     tools: bool
     streaming_usage: bool
     reasoning_replay: bool = False
+    counts_prompt: bool = False  # the provider counts a request's prompt (`PromptCounter`)
 
 
 class ProviderError(Exception):
@@ -93,6 +95,12 @@ class Provider(Protocol):
         ...
 
     def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]: ...
+
+
+class PromptCounter(Protocol):
+    """A provider whose server counts a request's prompt tokens (a call, not free)."""
+
+    async def count_tokens(self, request: ModelRequest) -> int: ...
 
 
 def usage_checked(prompt: object, output: object, cached: object = 0) -> Usage | None:

@@ -8,13 +8,16 @@ not from the address connected to). The rules are the application's: the core re
 as a callable in the provider options (`options["connect_check"]`) and knows none of them.
 
 Environment proxies are ignored by this client: through a proxy the proxy resolves the name,
-which no check here could see.
+which no check here could see. Loading the trusted certificates costs ~50 ms, so every client
+of the process shares one TLS context (an `SSLContext` is safe to share across threads).
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import socket
+import ssl
 import weakref
 from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
@@ -89,13 +92,19 @@ class CheckedBackend(httpcore.AsyncNetworkBackend):
         await self.inner.sleep(seconds)
 
 
+@functools.cache
+def tls_context() -> ssl.SSLContext:
+    """The process's one TLS context, with httpx's defaults (certifi's trusted roots)."""
+    return httpx.create_ssl_context()
+
+
 def checked_client(check: ConnectCheck, timeout: float) -> httpx.AsyncClient:
     """An httpx client for an SDK (`http_client=`), connecting only where `check` allows."""
-    transport = httpx.AsyncHTTPTransport()
+    transport = httpx.AsyncHTTPTransport(verify=tls_context(), trust_env=False)
     # httpx builds its pool without a way to pass the backend; the pool itself is public
     # httpcore API, so it is rebuilt with the same defaults and the checked backend.
     transport._pool = httpcore.AsyncConnectionPool(
-        ssl_context=httpx.create_ssl_context(),
+        ssl_context=tls_context(),
         max_connections=100,
         max_keepalive_connections=20,
         keepalive_expiry=5.0,

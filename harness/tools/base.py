@@ -39,7 +39,7 @@ from harness.memory import MemorySource
 from harness.messages import LogEntry, ToolSpec
 from harness.skills import SkillSource
 from harness.state import SessionState
-from harness.subagents import SubagentLauncher
+from harness.subagents import SubagentLauncher, SubagentLimits
 
 MAX_PROBLEMS = 5  # named in one error result; the model fixes these first
 BOUNDS = (  # enforced by validation and named when crossed, never sent: tokens on every call
@@ -82,6 +82,7 @@ class ToolContext:
     call_seq: int | None = None
     skills: SkillSource | None = None
     subagents: SubagentLauncher | None = None
+    subagent_limits: SubagentLimits = field(default_factory=SubagentLimits)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -115,8 +116,8 @@ class TypedTool(Generic[ArgsT]):
     Args: type[ArgsT]
 
     def __init__(self) -> None:
-        self.schema, shown = schemas(self.Args)
-        self.spec = ToolSpec(name=self.name, description=self.description, parameters=shown)
+        self.schema, sent = schemas_of(self.Args)
+        self.spec = ToolSpec(name=self.name, description=self.description, parameters=sent)
 
     async def run(self, arguments: Mapping[str, Any], context: ToolContext) -> ToolOutcome:
         given = {k: v for k, v in arguments.items() if v is not None}
@@ -133,10 +134,11 @@ class TypedTool(Generic[ArgsT]):
 # The schema ------------------------------------------------------------------------------
 
 
-@functools.lru_cache(maxsize=128)
-def schemas(model: type[BaseModel]) -> tuple[dict[str, Any], dict[str, Any]]:
-    """The validation schema and the one the model reads, made once per `Args` (pydantic's
-    schema generation costs milliseconds, and every turn builds its tools); read-only."""
+@functools.cache
+def schemas_of(model: type[BaseModel]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """An `Args` model's schema and the schema the model is sent, built once per process:
+    tools are built for every run, and pydantic's schema generation is milliseconds a tool.
+    Shared, so never changed in place (wires copy what they send)."""
     schema = parameters(model)
     return schema, unbounded(schema)
 

@@ -15,8 +15,6 @@ from pydantic import BaseModel, Field
 
 from harness.messages import ToolSpec
 from harness.subagents import (
-    MAX_DEPTH,
-    MAX_RUNNING,
     SPAWN_SUBAGENT,
     SubagentType,
     names_of,
@@ -61,16 +59,19 @@ class SpawnSubagent(TypedTool[SpawnSubagentArgs]):
             return refused(f"No subagent type named {args.type!r}. Types: {names_of(self.types)}.")
         if context.subagents is None:
             return refused("Subagents cannot be started here.")
+        limits = context.subagent_limits
         running = context.state.subagents
-        if len(running) >= MAX_RUNNING:
+        if len(running) >= limits.max_running:
             ids = ", ".join(str(s.get("id")) for s in running)
             return refused(
-                f"{len(running)} subagents are already running (at most {MAX_RUNNING}: "
+                f"{len(running)} subagents are already running (at most {limits.max_running}: "
                 f"sessions {ids}). Wait for a result before spawning another."
             )
-        if await context.subagents.depth(context.session_id) >= MAX_DEPTH:
+        depth = await context.subagents.depth(context.session_id)
+        if depth >= limits.max_depth:
             return refused(
-                f"This session is a subagent {MAX_DEPTH} levels deep and may not spawn "
+                f"This session is {depth} subagent level{'s' if depth != 1 else ''} deep and "
+                f"subagents may nest at most {limits.max_depth} deep, so it may not spawn "
                 "subagents; do the task yourself."
             )
         child = await context.subagents.launch(

@@ -172,3 +172,18 @@ def cached_share(counts: Any) -> int:
 def truncated(data: Any) -> bool:
     """A reply the output limit cut short (OpenAI says `length`, Anthropic `max_tokens`)."""
     return isinstance(data, dict) and data.get("finish_reason") in ("length", "max_tokens")
+
+
+@register.filter
+def lineage(session: Any) -> dict[str, str]:
+    """How a session came to be, for the sidebar and the session list."""
+    parent = str(session.parent) if session.parent_id else "a deleted session"
+    if session.kind == "subagent":
+        return {"code": "subagent", "label": f"subagent of {parent}"}
+    if session.kind != "fork":
+        return {"code": "main", "label": "new session"}
+    if session.branch == "rewind":
+        return {"code": "rewind", "label": f"rewind of {parent} at #{session.parent_seq}"}
+    if session.branch == "handoff":
+        return {"code": "handoff", "label": f"handoff from {parent}"}
+    return {"code": "fork", "label": f"fork of {parent}"}

@@ -20,7 +20,17 @@ breakpoint: the longest prefix cached by an earlier request that ends at a break
 20 blocks before one is read from the cache, the rest up to the last breakpoint is written,
 and every breakpoint's prefix is stored. The usage reports `input_tokens` (after the last
 breakpoint), `cache_read_input_tokens` and `cache_creation_input_tokens` apart, as the API
-does. (No minimum cacheable length, no expiry.) Stdlib only.
+does. (No minimum cacheable length, no expiry.)
+
+The script may instead be `{"density": D, "steps": [...]}`: every block then counts
+ceil(D × bytes / 4), in the usage and in the count endpoint alike (a denser tokenizer than
+Horsie's four characters a token, and bytes, not characters: text outside ASCII costs more).
+
+POST /v1/messages/count_tokens answers `{"input_tokens": N}` by the server's own count, not
+Horsie's: the blocks as flattened above, counted as the usage counts them. It consumes no
+step; GET /__counts serves every count it gave
+(`{"input_tokens", "messages"}`, in order). A count request for a model whose id starts with
+`nocount` is refused with a 500 `api_error`, as an outage would. Stdlib only.
 """
 
 from __future__ import annotations
@@ -42,10 +52,14 @@ LOOKBACK = 20
 class Cache:
     def __init__(self) -> None:
         self.prefixes: set[str] = set()
+        self.density = 1.0
+
+    def size(self, text: str) -> int:
+        return math.ceil(self.density * len(text.encode()) / 4)
 
     def usage(self, body: dict[str, Any]) -> dict[str, int]:
         blocks = flattened(body)
-        sizes = [math.ceil(len(text.encode()) / 4) for text, _ in blocks]
+        sizes = [self.size(text) for text, _ in blocks]
         digests, running = [], hashlib.sha256()
         for text, _ in blocks:
             running.update(text.encode())
@@ -146,9 +160,19 @@ def reply_events(step: dict[str, Any], number: int, body: dict[str, Any],
 
 class Handler(ChatHandler):
     cache = Cache()
+    counts: list[dict[str, Any]] = []
+
+    def do_GET(self) -> None:
+        if self.path == "/__counts":
+            self.send_json(200, self.counts)
+        else:
+            super().do_GET()
 
     def do_POST(self) -> None:
         body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"null")
+        if self.path == "/v1/messages/count_tokens":
+            self.count_tokens(body)
+            return
         if self.path != "/v1/messages":
             self.send_anthropic_error(404, {"type": "not_found_error", "message": "not found"})
             return
@@ -170,6 +194,15 @@ class Handler(ChatHandler):
             self.wfile.flush()
         self.close_connection = True
 
+    def count_tokens(self, body: dict[str, Any]) -> None:
+        if str(body.get("model", "")).startswith("nocount"):
+            self.send_anthropic_error(500, {"type": "api_error", "message": "counting is down"})
+            return
+        tokens = sum(self.cache.size(text) for text, _ in flattened(body))
+        with self.script.lock:
+            self.counts.append({"input_tokens": tokens, "messages": len(body["messages"])})
+        self.send_json(200, {"input_tokens": tokens})
+
     def send_anthropic_error(
         self, status: int, error: dict[str, Any], retry_after: Any = None
     ) -> None:
@@ -185,7 +218,11 @@ class Handler(ChatHandler):
 
 def main(argv: list[str]) -> None:
     with open(argv[1], encoding="utf-8") as file:
-        Handler.script = Script(json.load(file))
+        script = json.load(file)
+    if isinstance(script, dict):
+        Handler.cache.density = float(script.get("density", 1.0))
+        script = script["steps"]
+    Handler.script = Script(script)
     server = ThreadingHTTPServer(("127.0.0.1", int(argv[2]) if len(argv) > 2 else 0), Handler)
     print(server.server_address[1], flush=True)
     server.serve_forever()

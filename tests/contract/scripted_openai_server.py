@@ -11,7 +11,9 @@ first chunk with a data line that is not JSON; an error
 with "raw" sends that text as a non-JSON body, like a service that is not a provider. Every
 request body is recorded and served back by GET /__requests, so a test can assert what a wire
 really sent; the Authorization header of every POST (to any path) is served by GET
-/__authorization, so a test can assert which credential left. Stdlib only.
+/__authorization, so a test can assert which credential left; the wall-clock time at which
+each stream's first text was written is served by GET /__first_text (for benchmarks of the
+delay from there to a watcher). Stdlib only.
 
 Counting mode: a script that is an object, not a list, plays a provider with a tokenizer of
 its own and a real window: {"density": 3.0, "limit": 8000, "replies": [{"text": …}, …]}.
@@ -49,6 +51,7 @@ class Script:
         self.steps = list(steps)
         self.requests: list[Any] = []
         self.authorization: list[str | None] = []
+        self.first_text: list[float] = []  # wall-clock time each stream's first text left
         self.lock = threading.Lock()
 
     def take(self, body: Any) -> dict[str, Any]:
@@ -190,6 +193,10 @@ def reply_chunks(step: dict[str, Any], include_usage: bool) -> Iterator[dict[str
         yield envelope("chat.completion.chunk", choices=[], usage=usage)
 
 
+def has_text(item: dict[str, Any]) -> bool:
+    return any((c.get("delta") or {}).get("content") for c in item.get("choices") or [])
+
+
 def whole_reply(step: dict[str, Any]) -> dict[str, Any]:
     message: dict[str, Any] = {"role": "assistant", "content": step.get("text", "")}
     calls = step.get("tool_calls", [])
@@ -219,6 +226,8 @@ class Handler(BaseHTTPRequestHandler):
             self.send_json(200, getattr(self.script, "counts", []))
         elif self.path == "/__authorization":
             self.send_json(200, self.script.authorization)
+        elif self.path == "/__first_text":
+            self.send_json(200, self.script.first_text)
         elif self.path == "/v1/models":
             self.send_json(200, {"object": "list", "data": [{"id": "scripted", "object": "model"}]})
         else:
@@ -266,8 +275,13 @@ class Handler(BaseHTTPRequestHandler):
         self.send_header("Content-Type", "text/event-stream")
         self.send_header("Connection", "close")
         self.end_headers()
+        texted = False
         for item in chunks:
             self.send_event(json.dumps(item))
+            if not texted and has_text(item):
+                texted = True
+                with self.script.lock:
+                    self.script.first_text.append(time.time())
             if self.malformed:
                 self.send_event("{not json")
         if not self.cut:

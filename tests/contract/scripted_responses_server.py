@@ -12,12 +12,23 @@ a reasoning item first when the step has "reasoning" or "encrypted" (ids `rs_<n>
 before `response.completed`), "malformed" (a data line that is not JSON after the first
 text delta), "fail" (a `response.failed` event with that message), "incomplete" (ends with
 `response.incomplete`, reason `max_output_tokens`). A step with "repeat" is never used up.
-GET /__requests serves every request body received, in order. Stdlib only.
+GET /__requests serves every request body received, in order.
+
+Cache accounting, when a reply gives no "usage" (OpenAI's automatic prompt caching, as its
+guide describes it): the prompt is flattened into blocks in prefix order (each tool, the
+instructions, each input item), each counted as ceil(bytes of its canonical JSON / 4) tokens.
+Every prefix of every prompt is remembered; a prompt reads from the cache the longest prefix,
+at block boundaries, that an earlier prompt had, rounded down to 1,024 tokens plus a multiple
+of 128, and nothing when the prompt or that prefix is under 1,024 tokens. The usage reports
+`input_tokens` (all of it) and `input_tokens_details.cached_tokens`. (No expiry, no routing.)
+Stdlib only.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
+import math
 import sys
 from collections.abc import Iterator
 from http.server import ThreadingHTTPServer
@@ -26,12 +37,45 @@ from typing import Any
 from scripted_openai_server import Handler as ChatHandler
 from scripted_openai_server import Script, pieces
 
-DEFAULT_USAGE = {"input_tokens": 20, "output_tokens": 5, "cached_tokens": 0}
+CACHE_MIN = 1024
+CACHE_STEP = 128
+
+
+class PrefixCache:
+    def __init__(self) -> None:
+        self.prefixes: set[str] = set()
+
+    def usage(self, body: dict[str, Any], output_tokens: int) -> dict[str, int]:
+        blocks = [json.dumps(block, sort_keys=True) for block in prompt_blocks(body)]
+        sizes = [math.ceil(len(text.encode()) / 4) for text in blocks]
+        running, digests = hashlib.sha256(), []
+        for text in blocks:
+            running.update(text.encode())
+            digests.append(running.hexdigest())
+        hit = max((k + 1 for k, digest in enumerate(digests) if digest in self.prefixes), default=0)
+        self.prefixes.update(digests)
+        total, matched = sum(sizes), sum(sizes[:hit])
+        cached = 0
+        if total >= CACHE_MIN and matched >= CACHE_MIN:
+            cached = CACHE_MIN + (matched - CACHE_MIN) // CACHE_STEP * CACHE_STEP
+        return {"input_tokens": total, "cached_tokens": cached, "output_tokens": output_tokens}
+
+
+def prompt_blocks(body: dict[str, Any]) -> list[Any]:
+    blocks: list[Any] = [{"tool": tool} for tool in body.get("tools") or []]
+    if body.get("instructions"):
+        blocks.append({"instructions": body["instructions"]})
+    items = body.get("input") or []
+    blocks += [{"input": items}] if isinstance(items, str) else list(items)
+    return blocks
 
 
 class Events:
-    def __init__(self, step: dict[str, Any], number: int, body: dict[str, Any]) -> None:
+    def __init__(
+        self, step: dict[str, Any], number: int, body: dict[str, Any], cache: PrefixCache
+    ) -> None:
         self.step = step
+        self.cache = cache
         self.n = number
         self.body = body
         self.sequence = 0
@@ -62,7 +106,7 @@ class Events:
             error = {"code": "server_error", "message": self.step["fail"]}
             yield self.event("response.failed", response=self.response("failed", error=error))
             return
-        usage = self.step.get("usage", DEFAULT_USAGE)
+        usage = self.step.get("usage") or self.cache.usage(self.body, output_tokens(self.step))
         wire_usage = {
             "input_tokens": usage["input_tokens"],
             "input_tokens_details": {"cached_tokens": usage.get("cached_tokens", 0)},
@@ -137,7 +181,13 @@ class Events:
         yield self.event("response.output_item.done", output_index=index, item=done)
 
 
+def output_tokens(step: dict[str, Any]) -> int:
+    return sum(len(pieces(str(step.get(k) or ""))) for k in ("text", "reasoning")) or 1
+
+
 class Handler(ChatHandler):
+    cache = PrefixCache()
+
     def do_POST(self) -> None:
         body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"null")
         if self.path != "/v1/responses":
@@ -152,7 +202,9 @@ class Handler(ChatHandler):
         self.send_header("Content-Type", "text/event-stream")
         self.send_header("Connection", "close")
         self.end_headers()
-        for kind, payload in Events(step, number, body).all():
+        with self.script.lock:
+            events = list(Events(step, number, body, self.cache).all())
+        for kind, payload in events:
             data = payload if isinstance(payload, str) else json.dumps(payload)
             self.wfile.write(f"event: {kind}\ndata: {data}\n\n".encode())
             self.wfile.flush()

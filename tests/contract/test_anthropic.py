@@ -306,3 +306,82 @@ async def test_a_prompt_too_long_is_context_length_exceeded_with_its_numbers(
     figures = read_overflow(str(caught.value))
     assert (figures.limit, figures.prompt) == (200000, 208310)
     assert len(server.requests()) == 1
+
+
+async def test_a_thinking_budget_asks_for_thinking_and_replays_it_within_the_tool_loop(
+    anthropic_server: Start,
+) -> None:
+    server = anthropic_server(
+        [
+            {"thinking": "Look it up.", "signature": "SIG-A",
+             "tool_calls": [{"id": "toolu_9", "name": "weather", "input": PARIS}]},
+            {"thinking": "Answer now.", "signature": "SIG-B", "text": "Mild."},
+        ]
+    )  # fmt: skip
+    card = CardConfig(
+        wire="anthropic", model="claude-scripted", base_url=server.base_url, api_key="sk-test",
+        max_output_tokens=4096, thinking_budget=2048,
+    )  # fmt: skip
+    provider = build(card, {"timeout": 10.0, "retry": FAST_RETRY})
+    ask = UserMessage(text="Weather in Paris?")
+    first = await complete(provider, ModelRequest(messages=(SYSTEM, ask), tools=(WEATHER,)))
+    result = ToolResultMessage(call_id="toolu_9", name="weather", text="14C")
+    loop = (SYSTEM, ask, replayed(first), result)
+    second = await complete(provider, ModelRequest(messages=loop, tools=(WEATHER,)))
+    assert (first.reasoning, second.reasoning, second.text) == (
+        "Look it up.",
+        "Answer now.",
+        "Mild.",
+    )
+
+    tool = {"name": "weather", "description": "The weather in a city.",
+            "input_schema": dict(WEATHER.parameters), "cache_control": CACHE}  # fmt: skip
+    thinking = {"type": "enabled", "budget_tokens": 2048}
+    call = {"type": "tool_use", "id": "toolu_9", "name": "weather", "input": PARIS}
+    assert server.requests() == [
+        {
+            "model": "claude-scripted",
+            "max_tokens": 4096,
+            "system": [text("Be brief.", cached=True)],
+            "messages": [{"role": "user", "content": [text("Weather in Paris?", cached=True)]}],
+            "tools": [{k: v for k, v in tool.items() if k != "cache_control"}],
+            "thinking": thinking,
+            "stream": True,
+        },
+        {
+            "model": "claude-scripted",
+            "max_tokens": 4096,
+            "system": [text("Be brief.", cached=True)],
+            "messages": [
+                {"role": "user", "content": [text("Weather in Paris?")]},
+                {"role": "assistant", "content": [
+                    {"type": "thinking", "thinking": "Look it up.", "signature": "SIG-A"}, call,
+                ]},
+                {"role": "user", "content": [
+                    {"type": "tool_result", "tool_use_id": "toolu_9", "content": "14C",
+                     "cache_control": CACHE},
+                ]},
+            ],
+            "tools": [{k: v for k, v in tool.items() if k != "cache_control"}],
+            "thinking": thinking,
+            "stream": True,
+        },
+    ]  # fmt: skip
+
+
+async def test_no_thinking_without_a_budget_or_when_the_call_s_limit_is_below_it(
+    anthropic_server: Start,
+) -> None:
+    server = anthropic_server([{"text": "ok", "repeat": True}])
+    off = provider_for(server)
+    card = CardConfig(
+        wire="anthropic", model="claude-scripted", base_url=server.base_url, api_key="sk-test",
+        max_output_tokens=4096, thinking_budget=2048,
+    )  # fmt: skip
+    on = build(card, {"timeout": 10.0, "retry": FAST_RETRY})
+    await complete(off, ModelRequest(messages=HELLO.messages))
+    await complete(on, ModelRequest(messages=HELLO.messages, max_output_tokens=8))
+    await complete(on, ModelRequest(messages=HELLO.messages, max_output_tokens=3000))
+    bodies = server.requests()
+    assert ["thinking" in body for body in bodies] == [False, False, True]
+    assert bodies[2]["thinking"] == {"type": "enabled", "budget_tokens": 2048}

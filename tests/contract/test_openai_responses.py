@@ -242,3 +242,29 @@ async def test_a_bad_key_is_an_auth_error(responses_server: Start) -> None:
         "auth",
         "HTTP 401: Incorrect API key provided.",
     )
+
+
+async def test_turns_and_the_compaction_request_read_their_prefix_from_the_cache(
+    responses_server: Start,
+) -> None:
+    """Against the server's prefix-cache accounting (1,024 tokens at least, steps of 128)."""
+    server = responses_server([{"text": "Noted: the figures add up.", "repeat": True}])
+    provider = provider_for(server)
+    messages: list[Any] = [SystemMessage(text="You are a careful assistant. " * 160)]
+    usages: list[Usage] = []
+    for turn in range(20):
+        messages.append(UserMessage(text=f"Turn {turn}: " + "rows of figures, " * 40))
+        response = await complete(provider, ModelRequest(messages=tuple(messages)))
+        assert response.usage is not None
+        usages.append(response.usage)
+        messages.append(AssistantMessage(text=response.text))
+    fold = ModelRequest(messages=(*messages, UserMessage(text="[Compaction] Summarise.")))
+    folded = await complete(provider, fold)
+    assert folded.usage is not None
+    assert usages[0].cached_tokens == 0, "nothing is cached before the first call"
+    assert all(u.cached_tokens >= 1024 and (u.cached_tokens - 1024) % 128 == 0 for u in usages[1:])
+    assert all(u.cached_tokens < u.input_tokens for u in usages)
+    assert folded.usage.cached_tokens > usages[-1].input_tokens - 128, "the fold reads the turn"
+    other = ModelRequest(messages=(SystemMessage(text="Another prompt entirely. " * 60),))
+    fresh = await complete(provider, other)
+    assert fresh.usage is not None and fresh.usage.cached_tokens == 0, "no shared prefix"

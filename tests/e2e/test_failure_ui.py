@@ -130,6 +130,10 @@ def test_a_running_compaction_shows_its_progress(browser, horsie, small_card):
     expect(progress).to_contain_text("Compacting…")
     # The summariser streams for a few seconds: the count goes up while the page waits.
     expect(progress.locator('[data-field="elapsed"]')).to_have_text(re.compile(r"^[1-9]\d*$"))
+    # ...and the summary streams in under the notice as it is written.
+    written = progress.locator(".compacting-summary")
+    expect(written).not_to_be_empty()
+    assert SUMMARY.startswith(written.text_content() or "")
     boundary = page.locator("article.entry-boundary")
     expect(boundary.locator(".boundary-title")).to_have_text("Compacted by /compact")
     expect(progress).to_be_hidden()

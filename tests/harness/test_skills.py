@@ -8,8 +8,10 @@ from harness.compaction.policy import Policy
 from harness.context import assemble
 from harness.loop import run_turn
 from harness.messages import SystemMessage
-from harness.runtime import Deps, TurnConfig
+from harness.providers.base import Capabilities
+from harness.runtime import Deps, TurnConfig, session_context
 from harness.skills import Skill, loaded_skills_text, skill_text, skills_index
+from harness.state import SessionState
 from harness.testing import InMemorySkills, MemoryStore, RecordingEvents, ScriptedProvider, reply
 from harness.tokens import ESTIMATE
 from harness.tools import builtin_tools
@@ -73,6 +75,33 @@ def test_forty_selected_skills_cost_one_line_each_and_no_body():
         assemble(system_prompt="s", tools=[], entries=[], skills=()).tokens
         == assemble(system_prompt="s", tools=[], entries=[]).tokens
     )
+
+
+def test_four_hundred_skills_cost_one_line_each_and_no_body_in_the_one_builder():
+    many = [skill(n) for n in range(400)]
+    calibrated = SessionState(calibration=1.25, calibrated_on=9)
+
+    def view(skills: list[Skill]):
+        return session_context(
+            system_prompt="You are terse.", tools=[], entries=[], state=calibrated,
+            capabilities=Capabilities(tools=True, streaming_usage=True), counter=ESTIMATE,
+            policy=Policy(window=None, max_output_tokens=100), skills=skills,
+        )  # fmt: skip
+
+    bare, full = view([]), view(many)
+    counter = full.counter
+    assert "× 1.25" in counter.describe(), "counted by the session's calibrated counter"
+    added = full.context.tokens - bare.context.tokens
+    lines = skills_index(many).splitlines()
+    assert len(lines) == 401 and lines[400] == "- skill-399 — Does task number 399 the team's way"
+    assert added <= sum(counter.count(line) + 1 for line in lines) + counter.overhead
+    assert added >= sum(counter.count(line) for line in lines[1:]) // 2
+    bodies = sum(counter.count(s.body) for s in many)
+    assert added * 20 < bodies, "four hundred lines, not four hundred documents"
+    texts = [getattr(m, "text", "") for m in full.context.messages]
+    assert not any("BODY-" in t or "careful step" in t for t in texts)
+    assert all(f"- skill-{n} —" in texts[0] for n in range(400))
+    assert [b.kind for b in full.context.blocks] == ["system", "skills"]
 
 
 def test_load_skill_is_offered_only_with_skills_selected():

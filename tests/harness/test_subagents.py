@@ -10,7 +10,7 @@ from harness.compaction.policy import Policy
 from harness.loop import run_turn
 from harness.runtime import Deps, TurnConfig
 from harness.state import fold
-from harness.subagents import MAX_RUNNING, SubagentType
+from harness.subagents import MAX_RUNNING, SubagentLimits, SubagentType
 from harness.testing import MemoryStore, RecordingEvents, ScriptedProvider, reply
 from harness.tools import builtin_tools
 
@@ -39,9 +39,10 @@ def spawn(call_id: str, type_name: str, task: str) -> tuple[str, str, str]:
     return (call_id, "spawn_subagent", json.dumps({"type": type_name, "task": task}))
 
 
-def setup(steps, launcher: FakeLauncher | None = None):
+def setup(steps, launcher: FakeLauncher | None = None, limits: SubagentLimits | None = None):
     store = MemoryStore()
     config = TurnConfig(
+        subagent_limits=limits or SubagentLimits(),
         session_id=1,
         system_prompt="You delegate.",
         max_steps=4,
@@ -157,3 +158,24 @@ async def test_fan_out_beyond_the_limit_is_refused_in_the_same_reply():
     assert "already running" in results(store)[-1].content
     assert len(launcher.launched) == MAX_RUNNING
     assert len((await store.state(1)).subagents) == MAX_RUNNING
+
+
+async def test_the_limits_come_from_the_turn_config():
+    child = FakeLauncher(depths={1: 1})
+    steps = [reply("", spawn("c1", "coder", "t")), reply("I did it myself.")]
+    store, config, deps, _ = setup(steps, child, SubagentLimits(max_depth=1))
+    await store.append(1, kind="user", content="delegate")
+    assert await run_turn(config, deps) == "reply"
+    refusal, answer = results(store)[0], store.entries[-1]
+    assert refusal.data["is_error"] and "at most 1 deep" in refusal.content
+    assert "do the task yourself" in refusal.content
+    assert child.launched == [] and answer.content == "I did it myself."
+
+    store, config, deps, launcher = setup(
+        [reply("", *[spawn(f"c{i}", "coder", f"p{i}") for i in range(3)]), reply("ok")],
+        limits=SubagentLimits(max_running=2),
+    )
+    await store.append(1, kind="user", content="split it")
+    await run_turn(config, deps)
+    assert [r.data["is_error"] for r in results(store)] == [False, False, True]
+    assert "at most 2" in results(store)[-1].content and len(launcher.launched) == 2

@@ -110,7 +110,7 @@ def test_a_boundary_card_shows_what_the_compaction_did(browser, session):
     for seq in (3, 4, 5):
         assert "out-of-context" not in article(html, seq)
     assert "Entries before #3 are no longer sent to the model." in html
-    assert 'data-cut="3"' in html and 'data-latest-boundary="5"' in html
+    assert 'data-cut="3"' in html and 'data-latest="5"' in html
 
 
 def test_a_clear_boundary_says_old_tool_outputs_were_cleared(browser, session):
@@ -296,8 +296,7 @@ def test_rewind_to_here_is_offered_on_user_and_assistant_entries(browser, sessio
         entry = html[start : html.index("</article>", start)]
         assert "Rewind to here" in entry and f'name="seq" value="{seq}"' in entry
     assert "Rewind to here" not in card_of(html, 5)
-    blank = html[html.index('<template data-kind="user">') :]
-    assert 'name="seq" value=""' in blank[: blank.index("</template>")]
+    assert "<template" not in html  # live entries come rendered by the server
 
 
 def test_rewind_starts_a_new_session_from_an_entry(browser, session):
@@ -414,7 +413,7 @@ def test_a_dead_runners_session_shows_idle(browser, session):
     )
     client = browser("alice")
     html = page_of(client, session)
-    assert re.search(r'id="status-badge">idle<', html) and 'data-status="idle"' in html
+    assert re.search(r'id="status-badge">idle<', html)
     listing = client.get(reverse("sessions:list")).content.decode()
     rows = listing[listing.index('<ul class="session-list">') :]
     assert 'class="badge status-idle">idle<' in rows and "status-running" not in rows

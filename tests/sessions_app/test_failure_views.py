@@ -168,7 +168,9 @@ def test_the_meter_turns_red_over_the_effective_window(browser, session):
 
 def test_a_running_compaction_shows_on_a_page_opened_midway(browser, session):
     html = page_of(browser("alice"), session)
-    assert re.search(r'<p class="compacting" id="compacting"[^>]*data-since=""[^>]* hidden>', html)
+    assert re.search(
+        r'<div class="compacting" id="compacting"[^>]*data-since=""[^>]* hidden>', html
+    )
 
     since = (timezone.now() - timedelta(seconds=12)).isoformat()
     cache.set(compacting_key(session.pk), since)
@@ -176,7 +178,7 @@ def test_a_running_compaction_shows_on_a_page_opened_midway(browser, session):
         html = page_of(browser("alice"), session)
     finally:
         cache.delete(compacting_key(session.pk))
-    tag = re.search(r'<p class="compacting" id="compacting"[^>]*>', html).group(0)
+    tag = re.search(r'<div class="compacting" id="compacting"[^>]*>', html).group(0)
     assert f'data-since="{since}"' in tag and "hidden" not in tag
     assert re.search(r'<span data-field="elapsed">1[2-9]</span> s', html)
 

@@ -321,7 +321,7 @@ def test_one_failing_session_does_not_stop_recovery_of_the_others(
 def test_a_turn_that_fails_to_start_releases_its_lease(session, monkeypatch):
     QueuedInput.objects.create(session=session, text="hi")
 
-    def broken(session_id):
+    def broken(session_id, *direct):
         raise RuntimeError("poisoned")
 
     monkeypatch.setattr(services, "inputs_enter_log", broken)

@@ -12,7 +12,7 @@ import time
 import pytest
 from asgiref.sync import async_to_sync
 
-from harness.messages import ModelRequest, SystemMessage
+from harness.messages import ModelRequest, SystemMessage, ToolResultMessage
 from harness.providers.base import ProviderError
 from harness.testing import ScriptedProvider, reply
 from horsie_site import wiring
@@ -217,3 +217,43 @@ def test_the_pages_link_parent_and_child(api_for, session, researcher, family, c
     child_page = client.get(f"/sessions/{child.pk}/").content.decode()
     assert "subagent <code>researcher</code> of" in child_page
     assert f'href="/sessions/{session.pk}/"' in child_page
+
+
+def test_a_depth_limit_of_one_refuses_a_grandchild_and_the_child_goes_on(
+    api_for, session, researcher, family, settings
+):
+    settings.HORSIE = {**settings.HORSIE, "SUBAGENT_MAX_DEPTH": 1}
+
+    def child(request: ModelRequest):
+        refusals = [
+            m for m in request.messages
+            if isinstance(m, ToolResultMessage) and m.is_error and "may not spawn" in m.text
+        ]  # fmt: skip
+        return reply("Did it myself.") if refusals else reply("", spawn("g1", "Go deeper"))
+
+    provider = family(Family([reply("", spawn("c1", "Find it")), reply("Asked.")], child, expect=1))
+    api_for("alice").post(f"/sessions/{session.pk}/messages", {"text": "Delegate it."})
+    entries = settle(provider, session.pk)
+
+    (kid,) = Session.objects.filter(parent=session)
+    assert not Session.objects.filter(parent=kid).exists(), "no grandchild"
+    refusal = Entry.objects.get(session=kid, kind="tool_result")
+    assert refusal.data["is_error"] and "at most 1 deep" in refusal.content
+    (result,) = [e for e in entries if e.kind == "subagent_result"]
+    assert result.content == "Did it myself." and result.data["failed"] is False
+    assert entries[-1].kind == "assistant" and entries[-1].content == "Noted."
+
+
+def test_the_subagent_limits_are_read_from_the_settings(session, settings):
+    settings.HORSIE = {**settings.HORSIE, "SUBAGENT_MAX_DEPTH": 3, "SUBAGENT_MAX_RUNNING": 7}
+    limits = wiring.turn_config(session).subagent_limits
+    assert (limits.max_depth, limits.max_running) == (3, 7)
+
+
+@pytest.mark.parametrize("value", ["0", "11", "two"])
+def test_a_bad_depth_limit_stops_the_start(monkeypatch, value):
+    from horsie_site import env
+
+    monkeypatch.setenv("HORSIE_SUBAGENT_MAX_DEPTH", value)
+    with pytest.raises(env.SettingError, match="HORSIE_SUBAGENT_MAX_DEPTH"):
+        env.integer("HORSIE_SUBAGENT_MAX_DEPTH", 2, minimum=1, maximum=10)

@@ -158,7 +158,7 @@ def test_the_session_page_shows_the_transcript_meter_and_composer(browser, sessi
     assert "<strong>Hello</strong>" in page
     assert '<details class="tool-result">' in page and "calc" in page
     assert "notice-code" in page and ">help<" in page
-    assert 'data-last-seq="5"' in page and 'name="text"' in page
+    assert 'id="entry-5"' in page and 'id="entry-6"' not in page and 'name="text"' in page
 
 
 def test_long_transcripts_load_the_newest_page_then_earlier_ones(browser, session):
@@ -167,7 +167,7 @@ def test_long_transcripts_load_the_newest_page_then_earlier_ones(browser, sessio
     client = browser("alice")
     page = client.get(reverse("sessions:detail", args=[session.pk])).content.decode()
     assert "message 60<" in page and "message 11<" in page and "message 10<" not in page
-    assert "?before=11" in page and 'data-last-seq="60"' in page
+    assert "?before=11" in page and 'id="entry-60"' in page
     earlier = client.get(
         reverse("sessions:entries", args=[session.pk]), {"before": 11}
     ).content.decode()
@@ -290,7 +290,9 @@ def test_the_state_panel_shows_tasks_timers_and_questions(browser, session):
     assert "Check the relay" in panel and re.search(r">in \d+d \d+:\d\d:\d\d</time>", panel)
     assert "Which route?" in panel
     assert 'name="text" value="Northern">Northern</button>' in panel
-    assert 'value="q-route"' in panel and 'data-state-seq="6"' in panel
+    assert (
+        'value="q-route"' in panel and 'id="question-q-route"' in panel and "hx-preserve" in panel
+    )
     assert "No tasks</p>" in panel and 'data-empty="tasks" hidden' in panel
 
 
@@ -345,7 +347,10 @@ def test_bad_answers_are_shown_and_nothing_is_stored(browser, session, text, sta
     r = answer(browser("alice"), session, text)
     body = r.content.decode()
     assert r.status_code == status
-    assert body.strip().startswith('<div class="answer-error" role="alert">') and message in body
+    assert body.strip().startswith(
+        '<div class="answer-error" id="answer-error-q-route" role="alert">'
+    )
+    assert message in body
     full = answer(browser("alice"), session, text, htmx=False)
     page = full.content.decode()
     assert full.status_code == status and "<!doctype html>" in page

@@ -88,6 +88,12 @@ class ScriptedModel:
         with urllib.request.urlopen(url, timeout=10) as response:
             return list(json.loads(response.read()))
 
+    def first_text(self) -> list[float]:
+        """The wall-clock time each stream's first text was written, in order."""
+        url = self.base_url.removesuffix("/v1") + "/__first_text"
+        with urllib.request.urlopen(url, timeout=10) as response:
+            return [float(t) for t in json.loads(response.read())]
+
     def close(self) -> None:
         self.process.kill()
         self.process.wait(timeout=10)
@@ -138,34 +144,41 @@ class Stack:
         assert done.returncode == 0, done.stderr
         return done.stdout
 
-    def start_web(self, *, quiet: bool = False) -> None:
-        """daphne on the stack's port; `quiet` sends its access log to /dev/null."""
+    def start_web(self, *, quiet: bool = False, name: str = "web", port: int | None = None) -> str:
+        """daphne on the stack's port (or `port`); `quiet` sends its access log to
+        /dev/null. Returns the process's URL; a second one needs its own `name`."""
+        port = port or self.port
         command = [
             str(BIN / "daphne"),
             "-b",
             "127.0.0.1",
             "-p",
-            str(self.port),
+            str(port),
             "horsie_site.asgi:application",
         ]
         out = subprocess.DEVNULL if quiet else None
-        self.processes["web"] = subprocess.Popen(
+        self.processes[name] = subprocess.Popen(
             command, cwd=ROOT, env=self.env, stdout=out, stderr=out
         )
-        wait_until(self.answering, 60, "the web process answering")
+        url = f"http://127.0.0.1:{port}"
+        wait_until(lambda: self.answering(url), 60, "the web process answering")
+        return url
 
-    def start_worker(self, name: str = "worker") -> None:
+    def start_worker(self, name: str = "worker", *, quiet: bool = False) -> None:
         command = [str(BIN / "python"), "manage.py", "runworker", "horsie-turns"]
-        self.processes[name] = subprocess.Popen(command, cwd=ROOT, env=self.env)
+        out = subprocess.DEVNULL if quiet else None
+        self.processes[name] = subprocess.Popen(
+            command, cwd=ROOT, env=self.env, stdout=out, stderr=out
+        )
 
     def kill(self, name: str) -> None:
         process = self.processes.pop(name)
         process.send_signal(signal.SIGKILL)
         process.wait(timeout=10)
 
-    def answering(self) -> bool:
+    def answering(self, url: str | None = None) -> bool:
         try:
-            with urllib.request.urlopen(f"{self.url}/api/v1/openapi.json", timeout=2):
+            with urllib.request.urlopen(f"{url or self.url}/api/v1/openapi.json", timeout=2):
                 return True
         except (urllib.error.URLError, ConnectionError, TimeoutError):
             return False
@@ -223,8 +236,8 @@ class Stack:
         finally:
             connection.close()
 
-    def ws_url(self, session_id: int, after: int = 0) -> str:
-        return f"ws://127.0.0.1:{self.port}/ws/v1/sessions/{session_id}/?token={self.token}&after={after}"
+    def ws_url(self, session_id: int, after: int = 0, port: int | None = None) -> str:
+        return f"ws://127.0.0.1:{port or self.port}/ws/v1/sessions/{session_id}/?token={self.token}&after={after}"
 
     def close(self) -> None:
         for process in self.processes.values():

@@ -1,0 +1,100 @@
+"""Process start: pay the SDKs' one-time costs before a turn would.
+
+The `openai` SDK imports its resources lazily on first use (`client.chat` alone imports
+~1.5 s of modules) and builds its request and response types on the first call; a TLS
+context loads the trusted certificates. Left to the first turn of a process (or of a new
+card), that is most of a second before its first delta. `warm()` does it once at start, on a
+thread of its own: one streamed call through each SDK's real code path, answered in memory
+by a canned reply (no network: the transport is httpx's `MockTransport`), and the shared
+TLS context of `guard`. A wire whose SDK is not installed is skipped.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import threading
+import time
+from collections.abc import Callable, Coroutine
+from typing import Any
+
+import httpx
+
+from harness.providers.guard import tls_context
+
+log = logging.getLogger(__name__)
+WARM_HOST = "warm.invalid"  # never resolved: the transport answers in memory
+
+CHUNK = {
+    "id": "warm",
+    "object": "chat.completion.chunk",
+    "created": 0,
+    "model": "warm",
+    "choices": [{"index": 0, "delta": {"role": "assistant", "content": "ok"}}],
+}
+
+
+def canned_stream(request: httpx.Request) -> httpx.Response:
+    done = {**CHUNK, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}
+    body = "".join(f"data: {json.dumps(item)}\n\n" for item in (CHUNK, done)) + "data: [DONE]\n\n"
+    return httpx.Response(200, headers={"content-type": "text/event-stream"}, text=body)
+
+
+def unlogged(record: logging.LogRecord) -> bool:
+    """httpx logs every request; the canned one is not worth an operator's attention."""
+    return WARM_HOST not in record.getMessage()
+
+
+async def warm_openai() -> None:
+    from openai import AsyncOpenAI
+
+    logging.getLogger("httpx").addFilter(unlogged)
+    http = httpx.AsyncClient(transport=httpx.MockTransport(canned_stream))
+    client = AsyncOpenAI(api_key="warm", base_url=f"http://{WARM_HOST}/v1", http_client=http)
+    tool = {"type": "function", "function": {"name": "warm", "parameters": {"type": "object"}}}
+    create: Any = client.chat.completions.create  # plain dicts, as a wire's request is
+    stream = await create(
+        model="warm",
+        messages=[{"role": "system", "content": "warm"}, {"role": "user", "content": "warm"}],
+        tools=[tool],
+        stream=True,
+        stream_options={"include_usage": True},
+    )
+    async for _ in stream:
+        pass
+    client.responses  # noqa: B018  (the lazy import is the point)
+    await http.aclose()
+
+
+async def warm_anthropic() -> None:
+    from anthropic import AsyncAnthropic
+
+    AsyncAnthropic(api_key="warm").messages  # noqa: B018
+
+
+WARMERS: tuple[Callable[[], Coroutine[Any, Any, None]], ...] = (warm_openai, warm_anthropic)
+
+
+async def warm_all() -> None:
+    started = time.perf_counter()
+    tls_context()
+    for warmer in WARMERS:
+        try:
+            await warmer()
+        except ImportError:
+            pass
+        except Exception:  # a warm-up that fails costs the first turn its time, nothing more
+            log.exception("warming %s failed", warmer.__name__)
+    log.info("provider SDKs warmed in %.2f s", time.perf_counter() - started)
+
+
+def warm(delay: float = 0.0) -> threading.Timer:
+    """Warm the SDKs on a daemon thread after `delay` seconds; returns it (to join).
+
+    A server passes a short delay so the warming does not compete for the CPU with its own
+    start: it is serving by then, and the first turn is still seconds away."""
+    thread = threading.Timer(delay, lambda: asyncio.run(warm_all()))
+    thread.name, thread.daemon = "horsie-warm", True
+    thread.start()
+    return thread

@@ -1,0 +1,29 @@
+"""Warming the SDKs at process start: the first turn's one-time costs, paid without a network."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import sys
+
+from harness.providers import guard, warm
+
+
+def test_warm_pays_the_lazy_imports_and_the_tls_context_without_connecting(monkeypatch):
+    def no_network(*args, **kwargs):
+        raise AssertionError("warming must not connect anywhere")
+
+    monkeypatch.setattr(socket.socket, "connect", no_network)
+    guard.tls_context.cache_clear()
+    asyncio.run(warm.warm_all())
+    assert "openai.resources.chat.completions.completions" in sys.modules
+    assert "openai.resources.responses.responses" in sys.modules
+    assert guard.tls_context.cache_info().currsize == 1
+    assert guard.tls_context() is guard.tls_context()
+
+
+def test_clients_share_the_one_tls_context():
+    first = guard.checked_client(lambda host, address: None, 5.0)
+    second = guard.checked_client(lambda host, address: None, 5.0)
+    pools = [client._transport._pool for client in (first, second)]  # type: ignore[attr-defined]
+    assert pools[0]._ssl_context is pools[1]._ssl_context is guard.tls_context()
