@@ -38,6 +38,7 @@ import httpx
 from anthropic import AsyncAnthropic, AsyncStream
 from anthropic.types import (
     InputJSONDelta,
+    MessageTokensCount,
     RawContentBlockDeltaEvent,
     RawContentBlockStartEvent,
     RawContentBlockStopEvent,
@@ -220,7 +221,9 @@ class AnthropicProvider:
         body = self.body(request)
         params = {k: body[k] for k in ("model", "messages", "system", "tools") if k in body}
         with _translated():
-            counted = await self._client().messages.count_tokens(**params)
+            counted = await self._client().post(
+                "/v1/messages/count_tokens", content=dumps(params), cast_to=MessageTokensCount
+            )
         tokens = sane_count(counted.input_tokens)
         if tokens is None:
             raise ProviderError("the token count was not a count", code="server_error")
