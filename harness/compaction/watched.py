@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 
-from harness.messages import ModelRequest, StreamEvent, TextDelta
+from harness.messages import ModelRequest, ResponseDone, StreamEvent, TextDelta
 from harness.ports import EventSink
 from harness.providers.base import Provider
 from harness.tokens import TokenCounter
@@ -28,11 +28,18 @@ class Watched:
         return self.inner.counter
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
+        # The stream ends as the response arrives: a caller that stops reading there leaves
+        # this generator to be closed later, when another stream may be open.
         await self.events.stream_start(self.session_id)
+        ended = False
         try:
             async for event in self.inner.stream(request):
                 if isinstance(event, TextDelta):
                     await self.events.delta(self.session_id, event.text)
+                elif isinstance(event, ResponseDone):
+                    ended = True
+                    await self.events.stream_end(self.session_id)
                 yield event
         finally:
-            await self.events.stream_end(self.session_id)
+            if not ended:
+                await self.events.stream_end(self.session_id)
