@@ -23,6 +23,7 @@ def system_of_last_call(model_server: str) -> str:
     base = model_server.removesuffix("/v1")
     with urllib.request.urlopen(f"{base}/__requests", timeout=10) as response:
         requests = json.load(response)
+    assert requests, "the scripted model recorded no request"
     messages = requests[-1]["messages"]
     return "\n".join(str(m.get("content")) for m in messages if m["role"] == "system")
 
@@ -52,7 +53,7 @@ def test_a_skill_picked_in_the_panel_is_listed_in_the_next_call(
     notice = page.locator("article.entry-notice").last
     expect(notice).to_contain_text("added skill `lint-fix`")
 
-    replies = page.locator("article.entry-assistant")
+    replies = page.locator("article.entry-assistant:not(#streaming)")
     page.get_by_label("Message").fill("Tidy the module, please.")
     page.get_by_label("Message").press("Enter")
     expect(replies).to_have_count(1)
