@@ -47,19 +47,27 @@ def unlogged(record: logging.LogRecord) -> bool:
 
 
 async def warm_openai() -> None:
-    from openai import AsyncOpenAI
+    from openai import AsyncOpenAI, AsyncStream
+    from openai.types.chat import ChatCompletion, ChatCompletionChunk
 
     logging.getLogger("httpx").addFilter(unlogged)
     http = httpx.AsyncClient(transport=httpx.MockTransport(canned_stream))
     client = AsyncOpenAI(api_key="warm", base_url=f"http://{WARM_HOST}/v1", http_client=http)
     tool = {"type": "function", "function": {"name": "warm", "parameters": {"type": "object"}}}
-    create: Any = client.chat.completions.create  # plain dicts, as a wire's request is
-    stream = await create(
-        model="warm",
-        messages=[{"role": "system", "content": "warm"}, {"role": "user", "content": "warm"}],
-        tools=[tool],
+    body = {
+        "model": "warm",
+        "messages": [{"role": "system", "content": "warm"}, {"role": "user", "content": "warm"}],
+        "tools": [tool],
+        "stream": True,
+        "stream_options": {"include_usage": True},
+    }
+    stream = await client.post(  # the wires' own path: encoded bytes, a typed chunk stream
+        "/chat/completions",
+        content=json.dumps(body).encode(),
+        options={"security": {"bearer_auth": True}},
+        cast_to=ChatCompletion,
         stream=True,
-        stream_options={"include_usage": True},
+        stream_cls=AsyncStream[ChatCompletionChunk],
     )
     async for _ in stream:
         pass
