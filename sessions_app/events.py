@@ -121,13 +121,13 @@ class ChannelEvents:
     async def delta(self, session_id: int, text: str) -> None:
         offset = self.length
         self.length += len(text)
-        await streams().append(session_id, text)
+        await streams().append(session_id, self.stream, text)
         await send_async(
             session_id, {"type": "delta", "text": text, "offset": offset, "stream": self.stream}
         )
 
     async def stream_end(self, session_id: int) -> None:
-        await streams().end(session_id)
+        await streams().end(session_id, self.stream)
         self.length = 0
 
     async def compacting(self, session_id: int, phase: Literal["start", "end"]) -> None:

@@ -80,3 +80,16 @@ async def test_a_watcher_joining_mid_reply_reads_the_text_then_the_live_deltas(
     await sink.stream_end(session.pk)
     await watcher.disconnect()
     await sync_to_async(lease_release)(session.pk, lease)
+
+
+async def test_a_runner_that_lost_its_stream_neither_writes_into_nor_ends_the_next(backend):
+    old, new = events.ChannelEvents(), events.ChannelEvents()
+    await old.stream_start(9)
+    await old.delta(9, "stale ")
+    await new.stream_start(9)  # a takeover: the successor's reply begins
+    await new.delta(9, "fresh")
+    await old.delta(9, "straggler")
+    await old.stream_end(9)
+    assert await events.stream_in_flight(9) == {"stream": new.stream, "text": "fresh"}
+    await new.stream_end(9)
+    assert await events.stream_in_flight(9) is None
