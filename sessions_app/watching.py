@@ -44,7 +44,12 @@ async def still_allowed(user: Any, session_id: int) -> bool:
     answers = _answers.setdefault(asyncio.get_running_loop(), {})
     key, now = (user.pk, session_id), time.monotonic()
     held = answers.get(key)
-    if held is None or now - held[0] >= RECHECK_SECONDS:
+    failed = (
+        held is not None
+        and held[1].done()
+        and (held[1].cancelled() or held[1].exception() is not None)
+    )
+    if held is None or failed or now - held[0] >= RECHECK_SECONDS:  # a failure is not kept
         forget_stale(answers, now)
         held = answers[key] = (now, asyncio.ensure_future(may_watch(user, session_id)))
     return await asyncio.shield(held[1]) is not None

@@ -47,3 +47,18 @@ async def test_a_removed_member_stops_receiving(personas, session, monkeypatch):
     )
     closed = await socket.receive_output(timeout=5)
     assert closed == {"type": "websocket.close", "code": 4404}
+
+
+async def test_a_check_that_failed_is_asked_again_not_shared(personas, session, monkeypatch):
+    access, failures = watching.access_session, [RuntimeError("the database went away")]
+
+    def flaky(*args):
+        if failures:
+            raise failures.pop()
+        return access(*args)
+
+    monkeypatch.setattr(watching, "access_session", flaky)
+    bob = personas["bob"][0]
+    with pytest.raises(RuntimeError):
+        await watching.still_allowed(bob, session.pk)
+    assert await watching.still_allowed(bob, session.pk)  # within the second: asked again
