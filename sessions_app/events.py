@@ -73,10 +73,6 @@ async def send_async(session_id: int, event: Event) -> None:
         await layer.group_send(group_name(session_id), layer_message(event))
 
 
-def stream_key(session_id: int) -> str:
-    return f"stream:{session_id}"
-
-
 async def stream_in_flight(session_id: int) -> dict[str, Any] | None:
     """The reply text streamed so far by the call in flight, if one is streaming."""
     flight = await streams().read(session_id)
