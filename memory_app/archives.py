@@ -14,28 +14,19 @@ from __future__ import annotations
 import io
 import re
 import zipfile
-import zlib
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import IO
+
+from horsie_site.zips import Refused, bounds_check, inflated
 
 UPLOAD_MAX_BYTES = 5_000_000  # what one import may send, all files together
 ZIP_MAX_FILES = 500
 ZIP_MAX_TOTAL_BYTES = 10_000_000  # what a zip may inflate to, all members together
 FILE_MAX_BYTES = 400_000  # one member inflated; the note size limit is checked after decoding
-ZIP_MAX_RATIO = 100  # inflated / compressed, for members large enough for it to matter
-RATIO_FLOOR = 10_000
 SPLIT_NAMES = ("agents", "claude")  # AGENTS.md, CLAUDE.md: one note per heading
 HEADING = re.compile(r"^ {0,3}(#{1,6})[ \t]+(.*?)[ \t#]*$")
 FENCE = re.compile(r"^ {0,3}(```|~~~)")
-
-
-class Refused(ValueError):
-    """An upload that cannot be imported; `status` is 400, or 413 when it is too large."""
-
-    def __init__(self, message: str, status: int = 400) -> None:
-        super().__init__(message)
-        self.status = status
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -107,19 +98,8 @@ def zip_pieces(source: str, stream: IO[bytes]) -> list[Piece]:
         raise Refused(f"`{source}` is not a zip file that can be read.") from None
     with archive:
         members = archive.infolist()
-        zip_bounds_check(source, members)
+        bounds_check(f"`{source}`", members, max_files=ZIP_MAX_FILES, max_total=ZIP_MAX_TOTAL_BYTES)
         return [member_piece(source, archive, member) for member in members]
-
-
-def zip_bounds_check(source: str, members: list[zipfile.ZipInfo]) -> None:
-    if len(members) > ZIP_MAX_FILES:
-        raise Refused(f"`{source}` holds {len(members)} files; the limit is {ZIP_MAX_FILES}.", 413)
-    declared = sum(member.file_size for member in members)
-    if declared > ZIP_MAX_TOTAL_BYTES:
-        raise Refused(
-            f"`{source}` would unpack to {declared} bytes; the limit is {ZIP_MAX_TOTAL_BYTES}.",
-            413,
-        )
 
 
 def member_piece(source: str, archive: zipfile.ZipFile, member: zipfile.ZipInfo) -> Piece:
@@ -127,16 +107,7 @@ def member_piece(source: str, archive: zipfile.ZipFile, member: zipfile.ZipInfo)
     name = name_check(member.filename, where)
     if not name.lower().endswith(".md"):
         raise Refused(f"{where} is not markdown: a space zip holds only <title>.md files.")
-    if member.flag_bits & 0x1:
-        raise Refused(f"{where} is encrypted.")
-    ratio = member.file_size / max(member.compress_size, 1)
-    if member.file_size > RATIO_FLOOR and ratio > ZIP_MAX_RATIO:
-        raise Refused(f"{where} inflates {ratio:.0f} times: refused as a zip bomb.", 413)
-    try:
-        with archive.open(member) as handle:
-            data = handle.read(FILE_MAX_BYTES + 1)
-    except (zipfile.BadZipFile, zlib.error, OSError, EOFError, NotImplementedError, RuntimeError):
-        raise Refused(f"{where} cannot be read (damaged, or an unsupported compression).") from None
+    data = inflated(archive, member, where, FILE_MAX_BYTES)
     return Piece(source=where, title=name[:-3], body=decoded(data, where))
 
 

@@ -22,11 +22,12 @@ import json
 import posixpath
 import stat
 import zipfile
-import zlib
 from dataclasses import dataclass, field
 from typing import IO, Any
 
 import yaml
+
+from horsie_site.zips import Refused, bounds_check, inflated
 
 UPLOAD_MAX_BYTES = 10_000_000
 ZIP_MAX_FILES = 2_000
@@ -35,18 +36,8 @@ FILE_MAX_BYTES = 1_000_000  # one member inflated
 SKILL_FILES_MAX_BYTES = 2_000_000  # one skill's other files together
 SKILL_MAX_FILES = 200
 FRONT_MATTER_MAX = 20_000
-ZIP_MAX_RATIO = 100
-RATIO_FLOOR = 10_000
 SKILL_FILE = "SKILL.md"
 LITTER = ("__MACOSX",)
-
-
-class Refused(ValueError):
-    """An upload that cannot be imported; `status` is 400, or 413 when it is too large."""
-
-    def __init__(self, message: str, status: int = 400) -> None:
-        super().__init__(message)
-        self.status = status
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -94,19 +85,9 @@ def unpacked(name: str, stream: IO[bytes], size: int) -> Unpacked:
         raise Refused(f"{where} is not a zip file that can be read.") from None
     with archive:
         members = [m for m in archive.infolist() if not m.is_dir()]
-        bounds_check(where, members)
+        bounds_check(where, members, max_files=ZIP_MAX_FILES, max_total=ZIP_MAX_TOTAL_BYTES)
         texts, ignored = member_texts(archive, members)
     return Unpacked(skills=drafts_of(texts), ignored=ignored)
-
-
-def bounds_check(where: str, members: list[zipfile.ZipInfo]) -> None:
-    if len(members) > ZIP_MAX_FILES:
-        raise Refused(f"{where} holds {len(members)} files; the limit is {ZIP_MAX_FILES}.", 413)
-    declared = sum(member.file_size for member in members)
-    if declared > ZIP_MAX_TOTAL_BYTES:
-        raise Refused(
-            f"{where} would unpack to {declared} bytes; the limit is {ZIP_MAX_TOTAL_BYTES}.", 413
-        )
 
 
 def member_texts(
@@ -151,18 +132,9 @@ def is_litter(path: str) -> bool:
 
 def member_text(archive: zipfile.ZipFile, member: zipfile.ZipInfo, path: str) -> str:
     where = f"`{path[:200]}`"
-    if member.flag_bits & 0x1:
-        raise Refused(f"{where} is encrypted.")
     if member.file_size > FILE_MAX_BYTES:
         raise Refused(f"{where} has {member.file_size} bytes; the limit is {FILE_MAX_BYTES}.", 413)
-    ratio = member.file_size / max(member.compress_size, 1)
-    if member.file_size > RATIO_FLOOR and ratio > ZIP_MAX_RATIO:
-        raise Refused(f"{where} inflates {ratio:.0f} times: refused as a zip bomb.", 413)
-    try:
-        with archive.open(member) as handle:
-            data = handle.read(FILE_MAX_BYTES + 1)
-    except (zipfile.BadZipFile, zlib.error, OSError, EOFError, NotImplementedError, RuntimeError):
-        raise Refused(f"{where} cannot be read (damaged, or an unsupported compression).") from None
+    data = inflated(archive, member, where, FILE_MAX_BYTES)
     if len(data) > FILE_MAX_BYTES:
         raise Refused(f"{where} inflates past {FILE_MAX_BYTES} bytes: refused as a zip bomb.", 413)
     try:
