@@ -10,6 +10,8 @@ fifth asks for a tool call (Horsie's `read_entry`, an equivalent function tool f
 
 Prints, per N: the median harness time per turn of the first and of the last 10% of turns,
 last/first, Horsie/agents, and the last request body each sent (bytes/4). `--quick` runs N = 10, 100.
+`--horsie-only` leaves openai-agents out (it then runs in `.venv` too; for profiling Horsie,
+whose web process id it prints); `--n N` runs that N alone (with tool calls from 1,000 on).
 
 openai-agents 0.24 needs openai 3, which Horsie (openai 2) cannot share a virtualenv with, so
 this script runs in `.venv-bench` (`make bench` builds it from bench/requirements-agents.txt)
@@ -140,11 +142,11 @@ class Agents:
             raise RuntimeError("openai-agents' turn ended without a reply")
 
 
-def measure(n: int, tools: bool, horsie: Horsie, agents: Agents, loop: asyncio.AbstractEventLoop,
-            mocks: tuple[Mock, Mock]) -> tuple[Run, Run]:  # fmt: skip
+def measure(n: int, tools: bool, horsie: Horsie, agents: Agents | None,
+            loop: asyncio.AbstractEventLoop, mocks: tuple[Mock, Mock]) -> tuple[Run, ...]:  # fmt: skip
     ours, theirs = Run("Horsie"), Run("openai-agents")
     session = horsie.new_session()
-    agent_session = agents.new_session(f"n{n}-{time.monotonic_ns()}")
+    agent_session = agents.new_session(f"n{n}-{time.monotonic_ns()}") if agents else None
     for mock in mocks:
         mock.served()
     for turn in range(1, n + 1):
@@ -153,12 +155,14 @@ def measure(n: int, tools: bool, horsie: Horsie, agents: Agents, loop: asyncio.A
         horsie.turn(session, text)
         wall = time.perf_counter() - began
         ours.harness.append(wall - mocks[0].served())
+        if agents is None:
+            continue
         began = time.perf_counter()
         loop.run_until_complete(agents.turn(agent_session, text))
         wall = time.perf_counter() - began
         theirs.harness.append(wall - mocks[1].served())
     ours.prompt_chars, theirs.prompt_chars = (mock.last_bytes for mock in mocks)
-    return ours, theirs
+    return (ours, theirs) if agents else (ours,)
 
 
 def tenth(values: list[float], last: bool) -> float:
@@ -166,7 +170,7 @@ def tenth(values: list[float], last: bool) -> float:
     return statistics.median(values[-size:] if last else values[:size]) * 1000
 
 
-def report(n: int, tools: bool, runs: tuple[Run, Run]) -> None:
+def report(n: int, tools: bool, runs: tuple[Run, ...]) -> None:
     label = f"N = {n:,}" + (" (a tool call every 5th turn)" if tools else "")
     print(f"\n{label}: median harness ms per turn (wall - server)")
     print(f"{'':16}{'first 10%':>11}{'last 10%':>11}{'last/first':>12}{'prompt ~tok':>13}")
@@ -174,6 +178,8 @@ def report(n: int, tools: bool, runs: tuple[Run, Run]) -> None:
         first, last = tenth(run.harness, False), tenth(run.harness, True)
         print(f"{run.name:16}{first:11.1f}{last:11.1f}{last / first:12.2f}"
               f"{run.prompt_chars // 4:13,}")  # fmt: skip
+    if len(runs) == 1:
+        return
     ours, theirs = runs
     for last in (False, True):
         ratio = tenth(ours.harness, last) / tenth(theirs.harness, last)
@@ -181,16 +187,23 @@ def report(n: int, tools: bool, runs: tuple[Run, Run]) -> None:
 
 
 def main() -> None:
-    quick = "--quick" in sys.argv[1:]
+    args = sys.argv[1:]
+    quick, alone = "--quick" in args, "--horsie-only" in args
     plan = [(10, False), (100, False)] + ([] if quick else [(1000, True)])
+    if "--n" in args:
+        n = int(args[args.index("--n") + 1])
+        plan = [(n, n >= 1000)]
     mocks = (Mock(), Mock())
     horsie = Horsie(mocks[0])
     folder = Path(tempfile.mkdtemp(prefix="horsie-agents-"))
-    agents = Agents(mocks[1], folder)
+    agents = None if alone else Agents(mocks[1], folder)
     loop = asyncio.new_event_loop()
     try:
         horsie.turn(horsie.new_session(), user_text(0, False))  # warm: the first turn's client
-        loop.run_until_complete(agents.turn(agents.new_session("warm"), user_text(0, False)))
+        if agents is None:
+            print("Horsie's web process:", horsie.stack.processes["web"].pid, flush=True)
+        else:
+            loop.run_until_complete(agents.turn(agents.new_session("warm"), user_text(0, False)))
         for n, tools in plan:
             report(n, tools, measure(n, tools, horsie, agents, loop, mocks))
     finally:

@@ -20,7 +20,8 @@ not in view is left out.
 from __future__ import annotations
 
 import json
-from collections.abc import Hashable, Mapping, Sequence
+import operator
+from collections.abc import Hashable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Literal, assert_never
 
@@ -37,7 +38,7 @@ from harness.messages import (
     UserMessage,
 )
 from harness.skills import LOAD_SKILL, Skill, loaded_skills_text, skills_index
-from harness.tokens import ESTIMATE, TokenCounter, estimate_tokens
+from harness.tokens import ESTIMATE, Estimate, TokenCounter, estimate_tokens
 
 BlockKind = Literal["system", "skills", "memory", "summary", "state", "entry"]
 MISSING_RESULT = "No result was recorded for this call (the turn was interrupted)."
@@ -58,9 +59,77 @@ class Block:
     estimate: int = 0  # the raw chars/4 estimate, which calibration is measured against
 
 
+class Blocks(Sequence[Block]):
+    """A context's blocks: the fixed ones, then the entries'. An entry's block may come from an
+    earlier call, counted under an earlier calibration of the estimate: under `counter` its
+    count is its estimate scaled again, so a call that needs only the sums (every model call)
+    reads no text, and the blocks themselves are made again only when looked at."""
+
+    def __init__(self, fixed: Sequence[Block], entries: Sequence[Block], counter: TokenCounter):
+        self._fixed, self._entries, self._counter = fixed, entries, counter
+        self._made: tuple[Block, ...] | None = None
+        self._tokens: int | None = None
+
+    def _all(self) -> tuple[Block, ...]:
+        if self._made is None:
+            self._made = (*self._fixed, *recounted(self._entries, self._counter))
+        return self._made
+
+    def __getitem__(self, index: Any) -> Any:
+        return self._all()[index]
+
+    def __len__(self) -> int:
+        return len(self._fixed) + len(self._entries)
+
+    def __iter__(self) -> Iterator[Block]:
+        return iter(self._all())
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Sequence) and tuple(self) == tuple(other)
+
+    def __hash__(self) -> int:
+        return hash(self._all())
+
+    def __repr__(self) -> str:
+        return f"Blocks({self._all()!r})"
+
+    @property
+    def tokens(self) -> int:
+        if self._tokens is None:
+            counter = self._counter
+            fixed = sum(block.tokens for block in self._fixed)
+            if isinstance(counter, Estimate):
+                scaled = sum(map(counter.scaled, [block.estimate for block in self._entries]))
+                entries = scaled + counter.overhead * len(self._entries)
+            else:
+                entries = sum(block.tokens for block in self._entries)
+            self._tokens = fixed + entries
+        return self._tokens
+
+    @property
+    def estimate(self) -> int:
+        return sum(block.estimate for block in self._fixed) + sum(
+            block.estimate for block in self._entries
+        )
+
+
+def recounted(blocks: Sequence[Block], counter: TokenCounter) -> list[Block]:
+    """Entry blocks as `counter` counts them (only a calibration of the estimate differs)."""
+    if not isinstance(counter, Estimate):
+        return list(blocks)
+    scale, overhead = counter.scaled, counter.overhead
+    out = []
+    for block in blocks:
+        tokens = scale(block.estimate) + overhead
+        if tokens != block.tokens:
+            block = replace(block, tokens=tokens)
+        out.append(block)
+    return out
+
+
 @dataclass(frozen=True, kw_only=True)
 class Context:
-    blocks: tuple[Block, ...]
+    blocks: Blocks
     messages: tuple[Message, ...]
     tools: tuple[ToolSpec, ...]
     shortened: tuple[int, ...] = ()  # seqs shown as head and tail
@@ -68,11 +137,11 @@ class Context:
 
     @property
     def tokens(self) -> int:
-        return sum(block.tokens for block in self.blocks)
+        return self.blocks.tokens
 
     @property
     def estimate(self) -> int:
-        return sum(block.estimate for block in self.blocks)
+        return self.blocks.estimate
 
     def request(self, max_output_tokens: int | None) -> ModelRequest:
         return ModelRequest(
@@ -142,19 +211,145 @@ def assemble(
         for block in after:
             blocks.append(block)
             messages.append(fixed(cache, UserMessage(text=block.text)))
-    shortened: list[int] = []
-    for entry, message in paired(entry_messages(visible, view, shortened, cache)):
-        messages.append(message)
-        blocks.append(entry_block(counter, entry, message, cache))
-    if cache is not None:
-        cache.keep_only({e.seq for e in visible}, {(m.kind, m.text) for m in messages})
+    head = len(messages)
+    if cache is None:
+        shortened: list[int] = []
+        entry_blocks: list[Block] = []
+        for entry, message in paired(entry_messages(visible, view, shortened)):
+            messages.append(message)
+            entry_blocks.append(entry_block(counter, entry, message, None))
+    else:
+        part = entries_part(visible, view, cache)
+        messages += part.messages
+        entry_blocks, shortened = part.blocks, part.shortened
+        cache.keep_only(visible, messages[:head])
     return Context(
-        blocks=tuple(blocks),
+        blocks=Blocks(blocks, entry_blocks, counter),
         messages=tuple(messages),
         tools=tuple(tools),
         shortened=tuple(shortened),
         skills_dropped=dropped,
     )
+
+
+@dataclass(kw_only=True)
+class Part:
+    """The entries' share of a context: their messages and blocks, paired, and the seqs shown
+    as head and tail. As a session's `Run`, the share of the entries up to a point after which
+    no tool call is left open, which the next call reuses."""
+
+    messages: list[Message]
+    blocks: list[Block]
+    shortened: list[int]
+
+
+@dataclass(kw_only=True)
+class Run:
+    """What the latest call made of its entries up to `len(entries)`, kept for the next call.
+
+    The log only grows, so the next call's entries begin with these same objects
+    (`sessions_app.selectors.KeptContext`) and only the rest is made. What it was made under
+    must still hold: the same view, and a counter that shows every entry as it did. A new
+    calibration only rescales the blocks' counts, unless an entry's form depends on its count
+    (`limited`: one is over the entry limit) or the longest entry shown whole would now be."""
+
+    key: tuple[int, int, int | None]
+    counter: TokenCounter
+    entries: list[LogEntry]
+    part: Part
+    longest: str  # the longest text shown whole (or only for `preview_chars`), to recount
+    limited: bool
+
+
+def entries_part(visible: Sequence[LogEntry], view: View, cache: EntryCache) -> Part:
+    """`paired(entry_messages(…))` and their blocks, for the entries after the kept run."""
+    key = (view.cleared_before, view.preview_chars, view.entry_limit)
+    counter = view.counter
+    run = cache.run if isinstance(cache.run, Run) else None
+    if run is not None and not run_holds(run, key, counter, visible):
+        run = None
+    if run is None:
+        start, longest, limited = 0, "", False
+        part = Part(messages=[], blocks=[], shortened=[])
+    else:
+        start, longest, limited = len(run.entries), run.longest, run.limited
+        kept = run.part
+        part = Part(
+            messages=list(kept.messages),
+            blocks=list(kept.blocks),  # counted under an earlier calibration: see `Blocks`
+            shortened=list(kept.shortened),
+        )
+    open_calls: dict[str, tuple[LogEntry, ToolCall]] = {}
+    stable = (start, len(part.messages), len(part.shortened), longest, limited)
+
+    def emit(entry: LogEntry, message: Message) -> None:
+        part.messages.append(message)
+        part.blocks.append(entry_block(counter, entry, message, cache))
+
+    limit = view.entry_limit
+    for index in range(start, len(visible)):
+        entry = visible[index]
+        message, short = cached_shown(cache, entry, view)
+        if message is not None:
+            if entry.kind in SHORTENED_KINDS:
+                text = message_text(entry_message_kept(cache, entry))
+                if limit is not None and counter.count(text) > limit:
+                    limited = True
+                elif len(text) > len(longest):
+                    longest = text
+            if short:
+                part.shortened.append(entry.seq)
+            if isinstance(message, ToolResultMessage):
+                if open_calls.pop(message.call_id, None) is not None:
+                    emit(entry, message)
+            else:
+                for closed in close_open_calls(open_calls):
+                    emit(*closed)
+                if isinstance(message, AssistantMessage):
+                    open_calls = {call.id: (entry, call) for call in message.tool_calls}
+                emit(entry, message)
+        if not open_calls:
+            stable = (index + 1, len(part.messages), len(part.shortened), longest, limited)
+    upto, made, shown_short, longest, limited = stable
+    cache.run = Run(
+        key=key,
+        counter=counter,
+        entries=list(visible[:upto]),
+        part=Part(
+            messages=part.messages[:made],
+            blocks=part.blocks[:made],
+            shortened=part.shortened[:shown_short],
+        ),
+        longest=longest,
+        limited=limited,
+    )
+    for closed in close_open_calls(open_calls):
+        emit(*closed)
+    return part
+
+
+def run_holds(run: Run, key: Hashable, counter: TokenCounter, visible: Sequence[LogEntry]) -> bool:
+    kept = run.entries
+    if run.key != key or len(visible) < len(kept) or not kept:
+        return False
+    if not all(map(operator.is_, kept, visible)):
+        return False
+    if counter == run.counter:
+        return True
+    limit = run.key[2]
+    return (
+        isinstance(counter, Estimate)
+        and isinstance(run.counter, Estimate)
+        and counter.overhead == run.counter.overhead
+        and not run.limited
+        and (limit is None or counter.count(run.longest) <= limit)
+    )
+
+
+def entry_message_kept(cache: EntryCache, entry: LogEntry) -> Message:
+    kept = cache.kept[entry.seq]
+    assert kept.base is not None
+    return kept.base
 
 
 def loads_in_view(visible: Sequence[LogEntry], cleared_before: int) -> set[str]:

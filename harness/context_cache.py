@@ -67,6 +67,8 @@ class EntryCache:
 
     kept: dict[int, Kept] = field(default_factory=dict)
     fixed: dict[tuple[str, str], Message] = field(default_factory=dict)
+    lock: threading.Lock = field(default_factory=threading.Lock)  # one assembly at a time
+    run: Any = None  # harness.context.Run: the latest call's entries as made, to go on from
 
     def entry(self, entry: LogEntry, base: Callable[[LogEntry], Message | None]) -> Kept:
         kept = self.kept.get(entry.seq)
@@ -79,12 +81,15 @@ class EntryCache:
         key = (message.kind, message.text)
         return self.fixed.setdefault(key, message)  # type: ignore[return-value]  # same kind
 
-    def keep_only(self, seqs: Collection[int], fixed: Collection[tuple[str, str]]) -> None:
-        """Forget what the latest call did not use (run when much of it is stale)."""
-        if len(self.kept) > 2 * len(seqs) + 64:
+    def keep_only(self, entries: Collection[LogEntry], fixed: Collection[Message]) -> None:
+        """Forget what the latest call did not use (its `entries`, and the `fixed` messages
+        it sent), once much of what is kept is stale."""
+        if len(self.kept) > 2 * len(entries) + 64:
+            seqs = {entry.seq for entry in entries}
             self.kept = {seq: kept for seq, kept in self.kept.items() if seq in seqs}
         if len(self.fixed) > 2 * len(fixed) + 8:
-            self.fixed = {key: m for key, m in self.fixed.items() if key in fixed}
+            keys = {(message.kind, message.text) for message in fixed}
+            self.fixed = {key: m for key, m in self.fixed.items() if key in keys}
 
 
 _SESSIONS: OrderedDict[int, EntryCache] = OrderedDict()

@@ -11,6 +11,7 @@ spaces (both re-read on every call) within their budgets.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -79,17 +80,18 @@ def session_context(
     policy = policy.within(state.effective_window)
     counter = counter.calibrated(state.calibration, state.calibrated_on)
     block = render_memory(memory, counter)
-    context = assemble(
-        system_prompt=system_prompt,
-        tools=tools if capabilities.tools else (),
-        entries=entries,
-        counter=counter,
-        entry_limit=policy.entry_limit,
-        memory=block.text,
-        skills=skills,
-        skills_budget=policy.skills_budget,
-        cache=cache,
-    )
+    with cache.lock if cache is not None else contextlib.nullcontext():
+        context = assemble(
+            system_prompt=system_prompt,
+            tools=tools if capabilities.tools else (),
+            entries=entries,
+            counter=counter,
+            entry_limit=policy.entry_limit,
+            memory=block.text,
+            skills=skills,
+            skills_budget=policy.skills_budget,
+            cache=cache,
+        )
     return SessionView(
         context=context,
         entries=entries,

@@ -46,7 +46,10 @@ class Estimate:
     overhead: int = 0
 
     def count(self, text: str) -> int:
-        raw = estimate_tokens(text)
+        return self.scaled(estimate_tokens(text))
+
+    def scaled(self, raw: int) -> int:
+        """The count of a text whose raw estimate is `raw`."""
         return raw if self.ratio == 1.0 else math.ceil(raw * self.ratio)
 
     def calibrated(self, ratio: float | None, seq: int | None = None) -> TokenCounter:

@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from asgiref.sync import async_to_sync
+from django.db import transaction
 from django.db.models import ProtectedError
 from django.http import HttpRequest
 from ninja import Query, Router, Status
@@ -235,17 +236,19 @@ def session_patch(request: HttpRequest, session_id: int, payload: SessionPatch) 
     session = selectors.access_session(request.user, session_id)
     fields = payload.dict(exclude_unset=True)
     selections_check(fields, user=request.user, team=session.team, current=session.memory)
-    if "memory" in fields:  # a change of memory is a notice in the log
-        memory_services.session_memory_set(
-            session=session, memory=fields.pop("memory") or [], user=request.user
-        )
-    if "skills" in fields or "bundles" in fields:  # so is a change of skills or bundles
-        skills_panels.session_skills_set(
-            session=session, user=request.user,
-            skills=fields.pop("skills", session.skills) or [],
-            bundles=fields.pop("bundles", session.bundles) or [],
-        )  # fmt: skip
-    return session_detail_json(services.session_update(session=session, fields=fields))
+    with transaction.atomic():  # all that was sent, or nothing
+        if "memory" in fields:  # a change of memory is a notice in the log
+            memory_services.session_memory_set(
+                session=session, memory=fields.pop("memory") or [], user=request.user
+            )
+        if "skills" in fields or "bundles" in fields:  # so is a change of skills or bundles
+            skills_panels.session_skills_set(
+                session=session, user=request.user,
+                skills=fields.pop("skills", session.skills) or [],
+                bundles=fields.pop("bundles", session.bundles) or [],
+            )  # fmt: skip
+        services.session_update(session=session, fields=fields)
+    return session_detail_json(session)
 
 
 @router.get(

@@ -5,8 +5,12 @@ Another team's object and a missing one look the same from outside: `Http404`.
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass, field
 from typing import Any
 
+from django.db import connection
 from django.db.models import Q, QuerySet
 from django.http import Http404
 
@@ -136,7 +140,75 @@ def row_entry(row: Row) -> LogEntry:
 
 
 def context_entries_now(session_id: int, upto: int | None = None) -> list[LogEntry]:
-    return [row_entry(row) for row in context_rows(session_id, upto)]
+    """`context_rows` as entries. The context at the end of the log is read on from the last
+    read of it in this process (`KeptContext`): one query for the entries since."""
+    if upto is not None:
+        return [row_entry(row) for row in context_rows(session_id, upto)]
+    kept = kept_context(session_id)
+    with kept.lock:
+        return list(kept.read_on(session_id))
+
+
+Mark = tuple[int, int, Any]  # an entry's seq, id and created_at: which log it belongs to
+
+
+@dataclass
+class KeptContext:
+    """One session's context entries as last read, and the last entry read (of any kind).
+
+    The log only grows, so the context at its end is the kept one plus the model-visible
+    entries since, unless a boundary came: then it is read whole again. The last entry is
+    read again with the new ones and must be the very row kept (id and time, not just seq):
+    a session id reused in another database, or after a test's rollback, starts afresh.
+    """
+
+    entries: list[LogEntry] = field(default_factory=list)
+    last: Mark | None = None
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def read_on(self, session_id: int) -> list[LogEntry]:
+        if self.last is not None:
+            seq, pk, created = self.last
+            rows = list(
+                Entry.objects.filter(session_id=session_id, seq__gte=seq)
+                .order_by("seq")
+                .values_list(*ROW_FIELDS, "id", "created_at")
+            )
+            same_log = bool(rows) and rows[0][0] == seq and rows[0][5:] == (pk, created)
+            if same_log and not any(row[1] == "boundary" for row in rows[1:]):
+                if len(rows) > 1:
+                    new = [row_entry(row[:5]) for row in rows[1:] if row[1] in MODEL_VISIBLE]
+                    self.entries = self.entries + new
+                    self.last = rows[-1][0], rows[-1][5], rows[-1][6]
+                return self.entries
+        last = Entry.objects.filter(session_id=session_id).order_by("-seq")
+        mark = last.values_list("seq", "id", "created_at").first()
+        self.entries = [row_entry(row) for row in context_rows(session_id)]
+        # Read after the mark: an entry appended in between is read again next time (the
+        # kept entries may already hold it, so the next read compares, never duplicates).
+        self.last = mark
+        if mark is not None:
+            self.entries = [e for e in self.entries if e.seq <= mark[0]]
+        return self.entries
+
+
+_KEPT: OrderedDict[tuple[str, int], KeptContext] = OrderedDict()
+_KEPT_LOCK = threading.Lock()
+SESSIONS_KEPT = 64
+
+
+def kept_context(session_id: int) -> KeptContext:
+    """The session's kept context in this database; the least recently used one is dropped."""
+    key = (str(connection.settings_dict["NAME"]), session_id)
+    with _KEPT_LOCK:
+        kept = _KEPT.get(key)
+        if kept is None:
+            kept = _KEPT[key] = KeptContext()
+            while len(_KEPT) > SESSIONS_KEPT:
+                _KEPT.popitem(last=False)
+        else:
+            _KEPT.move_to_end(key)
+        return kept
 
 
 def last_error(session_id: int) -> dict[str, Any] | None:

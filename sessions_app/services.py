@@ -237,9 +237,20 @@ def input_post(session_id: int, queued: QueuedInput) -> Posted:
             return turn_take(session_id, queued.pk, free_tried=True)
         try:
             return turn_begin(session_id, lease, DIRECT, taken_over=False, direct=queued)
+        except NotEntered:
+            lease_release(session_id, lease)
+            log.exception("session %s: an input could not enter the log directly", session_id)
         except Exception:
             lease_release(session_id, lease)  # never leave the session stuck in `running`
             raise
+        # Its transaction rolled back with it: the input is kept in the queue instead, and
+        # the turn is taken the usual way (if that fails too, the input still waits there).
+        queued.save()
+        return turn_take(session_id, queued.pk)
+
+
+class NotEntered(Exception):
+    """An input meant to enter the log directly did not: its transaction rolled back."""
 
 
 def branch_command(session: Session, user: Any, parsed: commands.Parsed) -> int | None:
@@ -313,7 +324,12 @@ def turn_begin(
         fork_unwritten = Session.objects.filter(pk=session_id, kind="fork", last_seq=0).exists()
         resume = fork_unwritten or turn_interrupted(session_id)
     events.send_now(session_id, {"type": "status", "status": "running"})
-    entered, needs_turn = inputs_enter_log(session_id, direct)
+    try:
+        entered, needs_turn = inputs_enter_log(session_id, direct)
+    except Exception as error:
+        if direct is None:
+            raise
+        raise NotEntered(str(error)) from error
     if not (needs_turn or resume):
         lease = turn_boundary(session_id, lease)
     if lease is not None:

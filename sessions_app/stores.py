@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from harness.context_cache import entry_cache
 from harness.messages import EntryKind, LogEntry
 from harness.ports import LeaseLost
 from harness.runtime import SessionView, session_context
@@ -97,7 +98,8 @@ class OrmTranscriptStore:
 
 def session_view(session: Session, upto: int | None = None) -> SessionView:
     """The session as its next model call sees it (as it was at `upto`, when given): the one
-    context builder, with the card's wire's counter and capabilities."""
+    context builder, with the card's wire's counter and capabilities. The session's present
+    reuses what its model calls (and earlier views) made of each entry in this process."""
     capabilities, counter = wiring.ruler_for(session.model)
     state, _ = state_load(session.pk, upto)
     return session_context(
@@ -110,4 +112,5 @@ def session_view(session: Session, upto: int | None = None) -> SessionView:
         policy=wiring.policy_for(session),
         memory=spaces_now(session.pk),
         skills=skills_now(session),
+        cache=entry_cache(session.pk) if upto is None else None,
     )

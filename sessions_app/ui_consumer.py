@@ -32,11 +32,10 @@ from sessions_app.leases import status_of
 from sessions_app.models import Session
 from sessions_app.selectors import access_session, entries_page
 from sessions_app.ui_subagents import ChildWatches
-from sessions_app.views import chart_of, failure_of, shown, transcript_marks
+from sessions_app.views import DETAIL, chart_of, failure_of, shown, transcript_marks
 from teams_app.websocket import CLOSE_NOT_FOUND
 
-DETAIL = "sessions_app/detail.html"
-CATCH_UP_PAGE = 200
+CATCH_UP_PAGE = 200  # rendered entries a frame (the JSON socket sends rows, 500 a page)
 # Entries after which the meter, the failure banner, the memory panel and the chart change.
 MOVES_METER = ("assistant", "boundary", "notice")
 

@@ -24,8 +24,8 @@ from sessions_app.events import group_name
 from sessions_app.leases import status_of
 from sessions_app.models import Entry, Session
 from sessions_app.selectors import access_session
+from sessions_app.views import DETAIL
 
-DETAIL = "sessions_app/detail.html"
 REPLY_CHARS = 600
 
 

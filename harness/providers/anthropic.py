@@ -172,11 +172,10 @@ class AnthropicProvider:
         system = [{"type": "text", "text": m.text} for m in request.messages
                   if isinstance(m, SystemMessage) and m.text]  # fmt: skip
         turns: list[tuple[str, list[bytes]]] = []
-        for message, replay in replayed(request.messages):
-            if isinstance(message, SystemMessage):
-                continue
+        pairs = [(m, r) for m, r in replayed(request.messages) if not isinstance(m, SystemMessage)]
+        each = self._pieces.each([m for m, _ in pairs], [r for _, r in pairs], self._blocks_of)  # type: ignore[arg-type]
+        for (message, _), blocks in zip(pairs, each, strict=True):
             role = "assistant" if isinstance(message, AssistantMessage) else "user"
-            blocks = self._blocks_of(message, replay)
             if not blocks:
                 continue
             if turns and turns[-1][0] == role:

@@ -20,12 +20,13 @@ from __future__ import annotations
 import json
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Hashable, Iterable
+from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 MAX_PIECES = 20_000
 MAX_BYTES = 16 * 1024 * 1024  # about 4M tokens: some thirty full 128k contexts
+RUNS_KEPT = 64  # conversations whose last call's pieces are kept in order (`Pieces.each`)
 
 
 def dumps(value: Any) -> bytes:
@@ -70,6 +71,9 @@ class Pieces:
             OrderedDict()
         )
         self._lock = threading.Lock()
+        # Per conversation, by its first message's id (the tuple holds the message, so the
+        # id is not reused while kept): the last call's messages, keys and pieces.
+        self._runs: OrderedDict[int, tuple[tuple[object, ...], tuple[Hashable, ...], list[tuple[bytes, ...]]]] = OrderedDict()  # fmt: skip
 
     def get(
         self, message: object, key: Hashable, make: Callable[[], tuple[bytes, ...]]
@@ -93,6 +97,41 @@ class Pieces:
                 _, (_, _, dropped) = self._items.popitem(last=False)
                 self.size -= dropped
         return value
+
+    def each(
+        self,
+        messages: Sequence[object],
+        keys: Sequence[Hashable],
+        make: Callable[[object, Hashable], tuple[bytes, ...]],
+    ) -> list[tuple[bytes, ...]]:
+        """`[self.get(m, k, …) for m, k in zip(messages, keys)]`, reusing the answer of the
+        previous call of the same conversation (the one whose first message is the same
+        object) as far as both have the same messages under the same keys: a call whose
+        context grew by its end looks up only the new messages."""
+        if not messages:
+            return []
+        with self._lock:
+            last = self._runs.get(id(messages[0]))
+        same = 0
+        if last is not None and last[0][0] is messages[0]:
+            kept_messages, kept_keys, kept = last
+            limit = min(len(kept_messages), len(messages))
+            while (
+                same < limit
+                and kept_messages[same] is messages[same]
+                and kept_keys[same] == keys[same]
+            ):
+                same += 1
+            out = kept[:same]
+        else:
+            out = []
+        out += [make(messages[i], keys[i]) for i in range(same, len(messages))]
+        with self._lock:
+            self._runs[id(messages[0])] = (tuple(messages), tuple(keys), out)
+            self._runs.move_to_end(id(messages[0]))
+            while len(self._runs) > RUNS_KEPT:
+                self._runs.popitem(last=False)
+        return list(out)
 
     def __len__(self) -> int:
         return len(self._items)

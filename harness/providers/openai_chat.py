@@ -131,17 +131,16 @@ class OpenAIChatProvider:
     def encoded(self, request: ModelRequest) -> bytes:
         """`body` as the bytes sent, each message's encoding reused from earlier calls."""
         rule = self.card.reasoning_replay
-        loop_start = tool_loop_start(request.messages)
-        pieces = [
-            self._piece(message, replays(rule, index, loop_start))
-            for index, message in enumerate(request.messages)
-        ]
-        return obj([("messages", array(pieces)), *self._fields(request).items()])
+        messages = request.messages
+        loop_start = tool_loop_start(messages)
+        replay = [replays(rule, index, loop_start) for index in range(len(messages))]
+        pieces = self._pieces.each(messages, replay, self._piece)  # type: ignore[arg-type]
+        return obj([("messages", array(p[0] for p in pieces)), *self._fields(request).items()])
 
-    def _piece(self, message: Message, replay: bool) -> bytes:
+    def _piece(self, message: Message, replay: bool) -> tuple[bytes, ...]:
         replay = replay and isinstance(message, AssistantMessage) and bool(message.reasoning)
         make = lambda: (dumps(_message(message, replay=replay)),)  # noqa: E731
-        return self._pieces.get(message, replay, make)[0]
+        return self._pieces.get(message, replay, make)
 
     def _fields(self, request: ModelRequest) -> dict[str, Any]:
         fields: dict[str, Any] = {"model": self.card.model}

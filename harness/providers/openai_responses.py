@@ -131,10 +131,11 @@ class OpenAIResponsesProvider:
         first = messages[0] if messages else None
         instructions = first.text if isinstance(first, SystemMessage) else None
         rest = messages[1:] if instructions is not None else messages
-        pieces = [piece for message in rest for piece in self._items_of(message)]
+        each = self._pieces.each(rest, [None] * len(rest), self._items_of)  # type: ignore[arg-type]
+        pieces = [piece for items in each for piece in items]
         return obj(self._fields(request, instructions, array(pieces)).items())
 
-    def _items_of(self, message: Message) -> tuple[bytes, ...]:
+    def _items_of(self, message: Message, _: None = None) -> tuple[bytes, ...]:
         model = self.card.model
         make = lambda: tuple(dumps(item) for item in message_items(message, model))  # noqa: E731
         return self._pieces.get(message, None, make)

@@ -93,21 +93,25 @@ def view(entries: list[LogEntry], calls: int, cache: EntryCache | None) -> Sessi
     )
 
 
-def context_entries(log: list[LogEntry]) -> list[LogEntry]:
+def context_entries(log: list[LogEntry], fresh: bool = True) -> list[LogEntry]:
     """As the stores read it: the latest boundary and the entries from its cut on, each a
-    new object, as every read from the database gives."""
+    new object, as a whole read from the database gives (`fresh`), or the same objects from
+    call to call, as the context read on from the last read gives."""
     last = next((e for e in reversed(log) if e.kind == "boundary"), None)
     cut = int(last.data["first_kept_seq"]) if last else 0
-    fresh = [LogEntry(**json.loads(json.dumps(asdict(e)))) for e in log]
+    read = [LogEntry(**json.loads(json.dumps(asdict(e)))) for e in log] if fresh else log
     return [
         e
-        for e in fresh
+        for e in read
         if e.seq == (last.seq if last else -1) or (e.seq >= cut and e.kind != "boundary")
     ]
 
 
+@pytest.mark.parametrize("fresh", [True, False], ids=["read-whole", "read-on"])
 @pytest.mark.parametrize("wire", list(WIRES))
-def test_a_cached_build_is_byte_for_byte_the_uncached_one_across_a_boundary(wire: str) -> None:
+def test_a_cached_build_is_byte_for_byte_the_uncached_one_across_a_boundary(
+    wire: str, fresh: bool
+) -> None:
     provider = WIRES[wire]()
     cache = EntryCache()
     log: list[LogEntry] = []
@@ -117,9 +121,11 @@ def test_a_cached_build_is_byte_for_byte_the_uncached_one_across_a_boundary(wire
         if n == 9:
             log.append(boundary(len(log) + 1, cut=21, cleared=31))
         for upto in (len(log) - 2, len(log)):  # mid-loop (the tool loop open) and after
-            entries = context_entries(log[:upto])
+            entries = context_entries(log[:upto], fresh)
             cached, plain = view(entries, calls, cache), view(entries, calls, None)
             calls += 1
+            assert cached.context.tokens == plain.context.tokens  # summed, not made
+            assert cached.context.estimate == plain.context.estimate
             assert cached.context == plain.context
             request = cached.context.request(500)
             assert provider.encoded(request) == reference(plain.context.request(500), wire)
@@ -168,3 +174,27 @@ def test_kept_encodings_and_entries_stay_bounded() -> None:
     recent = log[-8:]
     view(context_entries(recent), 0, cache)
     assert set(cache.kept) == {e.seq for e in recent}
+
+
+def test_the_next_call_makes_only_its_new_entries_even_recalibrated(monkeypatch) -> None:
+    """The context read on from the last read hands the same entry objects: the next call
+    looks at the new entries alone, under a new calibration too, and still sums true."""
+    from harness import context
+
+    made: list[int] = []
+    shown = context.cached_shown
+    monkeypatch.setattr(
+        context,
+        "cached_shown",
+        lambda cache, entry, v: made.append(entry.seq) or shown(cache, entry, v),
+    )
+    cache = EntryCache()
+    # (No output over the entry limit: one would make every entry's form depend on the count.)
+    log = [entry for n in range(2, 30) if n % 7 != 3 for entry in turn(1 + 4 * n, n)]
+    view(context_entries(log, fresh=False), 0, cache)
+    assert len(made) == len(log)
+    made.clear()
+    log += turn(1 + 4 * 30, 30)
+    grown = view(context_entries(log, fresh=False), 7, cache)  # another calibration
+    assert made == [e.seq for e in log[-4:]]
+    assert grown.context == view(context_entries(log), 7, None).context

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from sessions_app.models import Entry, QueuedInput
+from sessions_app.models import Entry, QueuedInput, Session
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -238,3 +238,66 @@ def test_entries_page_backwards_with_before(api_for, session):
     page = api_for("alice").get(f"/sessions/{session.pk}/entries?after=4&limit=3").json()
     assert [e["seq"] for e in page["entries"]] == [5, 6, 7]
     assert page["has_more"] is False
+
+
+def test_an_input_whose_direct_entry_fails_is_kept_in_the_queue(
+    api_for, session, scripted, monkeypatch
+):
+    """The lease was free, so the message was to enter the log directly; that transaction
+    fails once (say a dropped connection): the message is queued instead and its turn runs."""
+    from sessions_app import services
+
+    original, failures = services.input_append, []
+
+    def fails_once(session_id, row):
+        if not failures:
+            failures.append(row.text)
+            raise services.transaction.TransactionManagementError("the connection dropped")
+        return original(session_id, row)
+
+    monkeypatch.setattr(services, "input_append", fails_once)
+    r = api_for("alice").post(f"/sessions/{session.pk}/messages?wait=10", {"text": "kept"})
+    assert failures == ["kept"]
+    assert r.status_code == 200 and r.json()["status"] == "idle", r.content
+    kinds = [(e.kind, e.content) for e in Entry.objects.filter(session=session).order_by("seq")]
+    assert kinds == [("user", "kept"), ("assistant", "Scripted reply.")]
+    assert not QueuedInput.objects.exists()
+
+
+def test_an_input_that_cannot_enter_at_all_still_waits_in_the_queue(
+    api_for, session, scripted, monkeypatch
+):
+    from sessions_app import services
+
+    def always_fails(session_id, row):
+        raise services.transaction.TransactionManagementError("the log is unwritable")
+
+    monkeypatch.setattr(services, "input_append", always_fails)
+    api = api_for("alice")
+    with pytest.raises(services.transaction.TransactionManagementError):
+        api.post(f"/sessions/{session.pk}/messages", {"text": "not lost"})
+    assert list(QueuedInput.objects.values_list("text", flat=True)) == ["not lost"]
+    assert not Entry.objects.filter(session=session).exists()
+    assert Session.objects.get(pk=session.pk).lease_owner in ("", None)
+
+
+def test_a_patch_is_all_or_nothing(api_for, session, personas, monkeypatch):
+    """Memory, skills and plain fields in one PATCH: when the last part fails, the notices
+    and selections written before it are rolled back with it."""
+    from memory_app.models import MemorySpace
+    from sessions_app import services
+
+    space = MemorySpace.objects.create(team=personas["acme"], name="facts")
+
+    def broken(*, session, fields):
+        raise RuntimeError("the update failed")
+
+    monkeypatch.setattr(services, "session_update", broken)
+    with pytest.raises(RuntimeError):
+        api_for("alice").patch(
+            f"/sessions/{session.pk}",
+            {"memory": [{"space": space.pk, "mode": "read"}], "title": "renamed"},
+        )
+    fresh = Session.objects.get(pk=session.pk)
+    assert fresh.memory == [] and fresh.title != "renamed"
+    assert not Entry.objects.filter(session=session).exists()

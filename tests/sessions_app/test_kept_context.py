@@ -1,0 +1,83 @@
+"""The context at the end of the log is read on from the last read: one query for what was
+appended since, the same entries a whole read gives, read whole again after a boundary, and
+never mixed with another log that reuses the session's id."""
+
+from __future__ import annotations
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+from sessions_app.models import Entry
+from sessions_app.selectors import context_entries_now, context_rows, kept_context, row_entry
+from sessions_app.services import entry_append
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def whole(session_id):
+    return [row_entry(row) for row in context_rows(session_id)]
+
+
+def turn(session_id, n, **extra):
+    entry_append(session_id=session_id, kind="user", content=f"question {n}")
+    entry_append(session_id=session_id, kind="notice", content="not in context", data={"code": "x"})
+    entry_append(session_id=session_id, kind="assistant", content=f"answer {n}", **extra)
+
+
+def test_read_on_gives_what_a_whole_read_gives_for_one_query(session):
+    turn(session.pk, 1)
+    assert context_entries_now(session.pk) == whole(session.pk)
+    for n in range(2, 5):
+        turn(session.pk, n)
+        with CaptureQueriesContext(connection) as queries:
+            entries = context_entries_now(session.pk)
+        assert len(queries) == 1, [q["sql"] for q in queries]
+        assert entries == whole(session.pk)
+        assert [e.kind for e in entries[-2:]] == ["user", "assistant"]
+    with CaptureQueriesContext(connection) as queries:
+        entries = context_entries_now(session.pk)  # nothing new
+    assert len(queries) == 1 and entries == whole(session.pk)
+
+
+def test_a_boundary_reads_the_context_whole_again(session):
+    for n in range(1, 4):
+        turn(session.pk, n)
+    context_entries_now(session.pk)
+    entry_append(
+        session_id=session.pk, kind="boundary", content="summary",
+        data={"first_kept_seq": 7, "trigger": "manual"},
+    )  # fmt: skip
+    turn(session.pk, 4)
+    entries = context_entries_now(session.pk)
+    assert entries == whole(session.pk)
+    assert [e.seq for e in entries] == [7, 9, 10, 11, 13]  # the kept tail, the boundary, then on
+
+
+def test_another_log_under_the_same_id_starts_afresh(session):
+    for n in range(1, 3):
+        turn(session.pk, n)
+    context_entries_now(session.pk)
+    # As if the id now named a session of another database: same seqs, other rows.
+    Entry.objects.filter(session=session).delete()
+    session.last_seq = 0
+    session.save(update_fields=["last_seq"])
+    for n in range(7, 9):
+        turn(session.pk, n)
+    entries = context_entries_now(session.pk)
+    assert [e.content for e in entries] == ["question 7", "answer 7", "question 8", "answer 8"]
+
+
+def test_what_a_caller_does_to_its_list_is_not_kept(session):
+    turn(session.pk, 1)
+    context_entries_now(session.pk).clear()
+    assert len(context_entries_now(session.pk)) == 2
+    assert kept_context(session.pk).last is not None
+
+
+def test_the_past_is_read_whole_and_not_kept(session):
+    for n in range(1, 4):
+        turn(session.pk, n)
+    context_entries_now(session.pk)
+    assert [e.seq for e in context_entries_now(session.pk, upto=4)] == [1, 3, 4]
+    assert context_entries_now(session.pk) == whole(session.pk)
