@@ -9,10 +9,14 @@ log and tells watchers when the state changed.
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
 from django.conf import settings
+from django.db import connection
 
 from harness.messages import LogEntry
 from harness.state import VERSION as STATE_VERSION
@@ -43,13 +47,56 @@ def state_load(session_id: int, upto: int | None = None) -> tuple[SessionState, 
     return fold(entries, base), (snapshot[0] if snapshot else None)
 
 
+@dataclass
+class KeptState:
+    """A session's state as last read in this process, and which entry it ends at (its id and
+    time, so that a session id reused in another database, or after a rollback, starts
+    afresh, as `sessions_app.selectors.KeptContext` does for the context)."""
+
+    state: SessionState | None = None
+    mark: tuple[Any, ...] | None = None
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+
+_KEPT: OrderedDict[tuple[str, int], KeptState] = OrderedDict()
+_KEPT_LOCK = threading.Lock()
+SESSIONS_KEPT = 64
+
+
+def state_now(session_id: int) -> SessionState:
+    """`state_load`'s state at the end of the log, read on from the last read in this process:
+    one query and the entries since, where a whole read folds up to a snapshot interval."""
+    key = (str(connection.settings_dict["NAME"]), session_id)
+    with _KEPT_LOCK:
+        kept = _KEPT.setdefault(key, KeptState())
+        _KEPT.move_to_end(key)
+        while len(_KEPT) > SESSIONS_KEPT:
+            _KEPT.popitem(last=False)
+    with kept.lock:
+        if kept.state is not None:
+            rows = list(
+                Entry.objects.filter(session_id=session_id, seq__gte=kept.state.seq)
+                .order_by("seq")
+                .values_list("seq", "kind", "data", "id", "created_at")
+            )
+            if rows and rows[0][0] == kept.state.seq and rows[0][3:] == kept.mark:
+                new = (LogEntry(seq=seq, kind=kind, data=data) for seq, kind, data, *_ in rows[1:])
+                kept.state, kept.mark = fold(new, kept.state), rows[-1][3:]
+                return kept.state
+        state, _ = state_load(session_id)
+        end = Entry.objects.filter(session_id=session_id, seq=state.seq)
+        mark = end.values_list("id", "created_at").first() if state.seq else None
+        kept.state, kept.mark = (state, tuple(mark)) if mark else (None, None)
+        return state
+
+
 def state_after(session_id: int, known: SessionState | None) -> SessionState:
     """The state at the end of the log, from `known` (the state at an earlier seq) and the
     entries after it. The log only grows and entries never change, so this is exactly
     `state_load`'s answer, for the cost of the entries since `known` (usually none or two).
     """
     if known is None:
-        return state_load(session_id)[0]
+        return state_now(session_id)
     rows = Entry.objects.filter(session_id=session_id, seq__gt=known.seq).order_by("seq")
     entries = rows.values_list("seq", "kind", "data")
     return fold((LogEntry(seq=seq, kind=kind, data=data) for seq, kind, data in entries), known)

@@ -23,7 +23,7 @@ from harness.state import token_count
 from horsie_site.inputs import SEQ_MAX, text_problem
 from sessions_app import events, outbox
 from sessions_app.commands import registry_of
-from sessions_app.journal import journal_apply, state_load
+from sessions_app.journal import journal_apply, state_load, state_now
 from sessions_app.leases import lease_release, lease_take, lease_take_over
 from sessions_app.models import AgentPreset, Entry, ModelCard, QueuedInput, Session
 from sessions_app.schemas import entry_out
@@ -458,8 +458,7 @@ def session_release(session_id: int, lease: str) -> None:
     The lease is released even when the state cannot be read (the runner that calls this
     may be failing because of it)."""
     try:
-        state, _ = state_load(session_id)
-        status = "waiting" if state.questions else "idle"
+        status = "waiting" if state_now(session_id).questions else "idle"
     except Exception:
         log.exception("session %s: its state could not be read; releasing it as idle", session_id)
         status = "idle"

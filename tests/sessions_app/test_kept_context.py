@@ -4,6 +4,8 @@ never mixed with another log that reuses the session's id."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
@@ -81,3 +83,29 @@ def test_the_past_is_read_whole_and_not_kept(session):
     context_entries_now(session.pk)
     assert [e.seq for e in context_entries_now(session.pk, upto=4)] == [1, 3, 4]
     assert context_entries_now(session.pk) == whole(session.pk)
+
+
+def test_the_state_is_read_on_too_and_equals_a_whole_read(session):
+    from sessions_app.journal import state_load, state_now
+
+    def todo(n):
+        tasks = json.dumps({"tasks": [{"text": f"task {n}", "status": "pending"}]})
+        call = {"id": f"c{n}", "name": "todo_write", "arguments": tasks}
+        entry_append(session_id=session.pk, kind="assistant", data={"tool_calls": [call]})
+        entry_append(session_id=session.pk, kind="tool_result", content="ok",
+                     data={"call_id": f"c{n}", "name": "todo_write", "is_error": False})  # fmt: skip
+
+    todo(1)
+    assert state_now(session.pk) == state_load(session.pk)[0]
+    for n in range(2, 5):
+        todo(n)
+        with CaptureQueriesContext(connection) as queries:
+            state = state_now(session.pk)
+        assert len(queries) == 1
+        assert state == state_load(session.pk)[0] and state.seq == 2 * n
+        assert [t.text for t in state.tasks] == [f"task {n}"]
+    Entry.objects.filter(session=session).delete()  # the id now names another log
+    session.last_seq = 0
+    session.save(update_fields=["last_seq"])
+    turn(session.pk, 1)
+    assert state_now(session.pk) == state_load(session.pk)[0]
