@@ -474,11 +474,13 @@ def turn_boundary(session_id: int, lease: str) -> str | None:
     wait for the next message. Retaking may fail when another post took the lease first;
     that post's runner then handles the input.
     """
-    _, needs_turn = inputs_enter_log(session_id)
-    if needs_turn:
-        return lease
+    queued = QueuedInput.objects.filter(session_id=session_id)
+    if queued.exists():  # most boundaries find nothing queued: no lock taken for that
+        _, needs_turn = inputs_enter_log(session_id)
+        if needs_turn:
+            return lease
     session_release(session_id, lease)
-    if not QueuedInput.objects.filter(session_id=session_id).exists():
+    if not queued.exists():
         return None
     retaken = lease_take(session_id)
     if retaken is None:

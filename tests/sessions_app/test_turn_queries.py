@@ -16,7 +16,7 @@ from sessions_app.dispatcher import TurnThread
 pytestmark = pytest.mark.django_db(transaction=True)
 
 # Queries of one plain turn (a user message, one model call, the reply) at HTTP, all threads.
-TURN_QUERIES = 25  # 41 before the turn path was batched, 28 before state and context were read on
+TURN_QUERIES = 24  # 41 before the turn path was batched, 28 before state and context were read on
 
 
 class Queries:
