@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Protocol, runtime_checkable
 
 from harness.compaction.policy import Policy
 from harness.context import Context, assemble
@@ -107,21 +108,54 @@ def policy_of(config: TurnConfig) -> Policy:
     return config.policy or Policy(window=None, max_output_tokens=config.max_output_tokens or 0)
 
 
+@dataclass(frozen=True, kw_only=True)
+class ViewReads:
+    entries: Sequence[LogEntry]
+    state: SessionState
+    memory: Sequence[MemorySpace] = ()
+    skills: Sequence[Skill] = ()
+
+
+@runtime_checkable
+class ReadsAtOnce(Protocol):
+    """A store that reads what a view needs in one trip (the ORM's: one hop to a database
+    thread, not four), asking `memory` and `skills` itself when it knows them."""
+
+    async def view_reads(
+        self, session_id: int, memory: MemorySource | None, skills: SkillSource | None
+    ) -> ViewReads | None: ...
+
+
+async def view_reads(config: TurnConfig, deps: Deps) -> ViewReads:
+    session_id = config.session_id
+    if isinstance(deps.store, ReadsAtOnce):
+        reads = await deps.store.view_reads(session_id, deps.memory, deps.skills)
+        if reads is not None:
+            return reads
+    return ViewReads(
+        entries=await deps.store.context_entries(session_id),
+        state=await deps.store.state(session_id),
+        memory=await deps.memory.selected(session_id) if deps.memory else (),
+        skills=await deps.skills.selected(session_id) if deps.skills else (),
+    )
+
+
 async def read_view(
     config: TurnConfig, deps: Deps, state: SessionState | None = None
 ) -> SessionView:
     """The session as the next model call would see it, from the store (with `state` in
     place of the stored one when given); the entries shown on the session's earlier calls
     are reused (`harness.context_cache`)."""
+    reads = await view_reads(config, deps)
     return session_context(
         system_prompt=config.system_prompt,
         tools=[tool.spec for tool in deps.tools.values()],
         capabilities=deps.provider.capabilities,
-        entries=await deps.store.context_entries(config.session_id),
-        state=state or await deps.store.state(config.session_id),
+        entries=reads.entries,
+        state=state or reads.state,
         counter=deps.provider.counter,
         policy=policy_of(config),
-        memory=await deps.memory.selected(config.session_id) if deps.memory else (),
-        skills=await deps.skills.selected(config.session_id) if deps.skills else (),
+        memory=reads.memory,
+        skills=reads.skills,
         cache=entry_cache(config.session_id),
     )

@@ -6,19 +6,21 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from harness.context_cache import entry_cache
+from harness.memory import MemorySource
 from harness.messages import EntryKind, LogEntry
 from harness.ports import LeaseLost
-from harness.runtime import SessionView, session_context
+from harness.runtime import SessionView, ViewReads, session_context
+from harness.skills import SkillSource
 from harness.state import SessionState
 from horsie_site import wiring
-from memory_app.stores import spaces_now
+from memory_app.stores import OrmMemorySource, spaces_now
 from sessions_app.journal import state_after, state_load
 from sessions_app.leases import lease_renew
 from sessions_app.models import Entry, Session
 from sessions_app.selectors import ROW_FIELDS, context_entries_now, row_entry
 from sessions_app.services import entry_append, turn_boundary
 from sessions_app.threads import db
-from skills_app.stores import skills_now
+from skills_app.stores import OrmSkillSource, skills_now, skills_of
 
 
 def log_entry(row: Entry) -> LogEntry:
@@ -72,6 +74,29 @@ class OrmTranscriptStore:
             lease=self.lease,
         )
         return log_entry(row)
+
+    async def view_reads(
+        self, session_id: int, memory: MemorySource | None, skills: SkillSource | None
+    ) -> ViewReads | None:
+        """The context, the state, and the ORM's memory and skills, in one database trip;
+        None when a source is not the ORM's (the caller then asks each)."""
+        if not (memory is None or isinstance(memory, OrmMemorySource)) or not (
+            skills is None or isinstance(skills, OrmSkillSource)
+        ):
+            return None
+        known = self.known.get(session_id)
+
+        def read() -> ViewReads:
+            return ViewReads(
+                entries=context_entries_now(session_id),
+                state=state_after(session_id, known),
+                memory=spaces_now(session_id) if memory is not None else (),
+                skills=skills_of(session_id) if skills is not None else (),
+            )
+
+        reads: ViewReads = await db(read)()
+        self.known[session_id] = reads.state
+        return reads
 
     async def state(self, session_id: int) -> SessionState:
         state = await db(state_after)(session_id, self.known.get(session_id))
