@@ -19,7 +19,7 @@ from django.conf import settings  # noqa: E402
 from django.urls import re_path  # noqa: E402
 
 import harness.providers.openai_chat  # noqa: E402, F401  (the SDK's import, ~2 s, not on a turn)
-from harness.providers.warm import frozen, warm  # noqa: E402
+from harness.providers.warm import warm  # noqa: E402
 from sessions_app.dispatcher import TURN_CHANNEL  # noqa: E402
 from sessions_app.routing import websocket_urlpatterns  # noqa: E402
 from sessions_app.scheduler import Scheduler  # noqa: E402
@@ -36,8 +36,6 @@ application = ProtocolTypeRouter(
         "channel": ChannelNameRouter({TURN_CHANNEL: TurnConsumer.as_asgi()}),
     }
 )
-
-frozen()  # the loaded modules are never walked by a full collection (again after warming)
 
 if settings.HORSIE["SCHEDULER"]:
     Scheduler.start()  # timers and takeovers, in every daphne and runworker process

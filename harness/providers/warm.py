@@ -6,14 +6,12 @@ context loads the trusted certificates. Left to the first turn of a process (or 
 card), that is most of a second before its first delta. `warm()` does it once at start, on a
 thread of its own: one streamed call through each SDK's real code path, answered in memory
 by a canned reply (no network: the transport is httpx's `MockTransport`), and the shared
-TLS context of `guard`. A wire whose SDK is not installed is skipped. What is loaded by then
-is frozen out of the garbage collector's walks (`frozen`).
+TLS context of `guard`. A wire whose SDK is not installed is skipped.
 """
 
 from __future__ import annotations
 
 import asyncio
-import gc
 import json
 import logging
 import threading
@@ -97,18 +95,6 @@ async def warm_all() -> None:
         except Exception:  # a warm-up that fails costs the first turn its time, nothing more
             log.exception("warming %s failed", warmer.__name__)
     log.info("provider SDKs warmed in %.2f s", time.perf_counter() - started)
-    frozen()
-
-
-def frozen() -> None:
-    """Move what the process has loaded so far out of the garbage collector's sight.
-
-    Django, the SDKs and what the warm-up built are a quarter of a million objects that live
-    as long as the process. A full collection walks them all, and one comes every so often
-    in the middle of a turn: 150 to 250 ms on a shared 2-core machine. Frozen, they are never
-    walked again. Garbage is collected first, so none is kept."""
-    gc.collect()
-    gc.freeze()
 
 
 def warm(delay: float = 0.0) -> threading.Timer:

@@ -27,23 +27,3 @@ def test_clients_share_the_one_tls_context():
     second = guard.checked_client(lambda host, address: None, 5.0)
     pools = [client._transport._pool for client in (first, second)]  # type: ignore[attr-defined]
     assert pools[0]._ssl_context is pools[1]._ssl_context is guard.tls_context()
-
-
-def test_what_is_loaded_is_frozen_out_of_full_collections():
-    import gc
-    import weakref
-
-    class Node:
-        pass
-
-    garbage = Node()
-    garbage.self = garbage  # a cycle: only the collector frees it
-    dead = weakref.ref(garbage)
-    del garbage
-    gc.unfreeze()
-    try:
-        warm.frozen()
-        assert dead() is None, "garbage is collected before freezing, never kept"
-        assert gc.get_freeze_count() > 10_000  # the modules and what they built
-    finally:
-        gc.unfreeze()
