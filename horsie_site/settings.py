@@ -146,6 +146,7 @@ REDIS_URL = env.string("REDIS_URL", "")
 REDIS_PREFIX = env.string("HORSIE_REDIS_PREFIX", "horsie")
 if REDIS_URL:
     CHANNEL_LAYERS = {
+        # Turns for the workers: each one taken by exactly one worker, kept until taken.
         "default": {
             "BACKEND": "channels_redis.core.RedisChannelLayer",
             "CONFIG": {
@@ -155,7 +156,14 @@ if REDIS_URL:
                 "prefix": REDIS_PREFIX,
                 "capacity": 1000,
             },
-        }
+        },
+        # A session's events for its watchers: published once, received once per process
+        # and handed to each of its watchers there (not one message, and one Redis round
+        # trip, per watcher). A watcher that misses one catches up from the log.
+        "events": {
+            "BACKEND": "channels_redis.pubsub.RedisPubSubChannelLayer",
+            "CONFIG": {"hosts": [{"address": REDIS_URL}], "prefix": REDIS_PREFIX},
+        },
     }
     # The reply text in flight is kept here so a browser that joins mid-reply sees all of it.
     CACHES = {
@@ -166,7 +174,10 @@ if REDIS_URL:
         }
     }
 else:
-    CHANNEL_LAYERS = {"default": {"BACKEND": "horsie_site.layers.EmbeddedChannelLayer"}}
+    CHANNEL_LAYERS = {
+        "default": {"BACKEND": "horsie_site.layers.EmbeddedChannelLayer"},
+        "events": {"BACKEND": "horsie_site.layers.EmbeddedChannelLayer"},
+    }
     CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
 
 AUTH_PASSWORD_VALIDATORS = [

@@ -20,7 +20,7 @@ from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 
 from horsie_site.inputs import SEQ_MAX, bounded_int
-from sessions_app.events import group_name, stream_in_flight
+from sessions_app.events import EVENTS, group_name, stream_in_flight
 from sessions_app.journal import state_json, state_load
 from sessions_app.schemas import entry_out
 from sessions_app.selectors import cut_seq, entries_page
@@ -48,6 +48,8 @@ def current_state(session_id: int) -> dict[str, Any]:
 
 
 class SessionConsumer(AsyncJsonWebsocketConsumer):
+    channel_layer_alias = EVENTS
+
     async def connect(self) -> None:
         self.session_id = int(self.scope["url_route"]["kwargs"]["session_id"])
         self.user = self.scope.get("user")

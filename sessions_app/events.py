@@ -50,6 +50,13 @@ class CompactingEvent(TypedDict):
 Event = EntryEvent | DeltaEvent | StatusEvent | StateEvent | CompactingEvent
 
 
+EVENTS = "events"  # the channel layer sessions' events go through (`settings.CHANNEL_LAYERS`)
+
+
+def events_layer() -> Any:
+    return get_channel_layer(EVENTS)
+
+
 def group_name(session_id: int) -> str:
     return f"session.{session_id}"
 
@@ -68,7 +75,7 @@ def send_on_commit(session_id: int, event: Event) -> None:
 
 
 async def send_async(session_id: int, event: Event) -> None:
-    layer = get_channel_layer()
+    layer = events_layer()
     if layer is not None:
         await layer.group_send(group_name(session_id), layer_message(event))
 

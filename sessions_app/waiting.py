@@ -10,9 +10,8 @@ import asyncio
 import contextlib
 
 from channels.db import database_sync_to_async
-from channels.layers import get_channel_layer
 
-from sessions_app.events import group_name
+from sessions_app.events import events_layer, group_name
 from sessions_app.models import Session
 
 SETTLED = ("idle", "waiting")
@@ -23,7 +22,7 @@ def status_now(session_id: int) -> str:
 
 
 async def wait_settled(session_id: int, seconds: float) -> str:
-    layer = get_channel_layer()
+    layer = events_layer()
     assert layer is not None
     channel = await layer.new_channel()
     await layer.group_add(group_name(session_id), channel)
