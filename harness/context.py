@@ -439,20 +439,14 @@ def message_text(message: Message) -> str:
 
 
 def entry_messages(
-    entries: Sequence[LogEntry],
-    view: View | None = None,
-    shortened: list[int] | None = None,
-    cache: EntryCache | None = None,
+    entries: Sequence[LogEntry], view: View | None = None, shortened: list[int] | None = None
 ) -> list[tuple[LogEntry, Message]]:
     """The model-visible entries as messages, in log order; `shortened` collects the seqs
-    shown as head and tail."""
+    shown as head and tail (with a session's cache, `entries_part` does this)."""
     view = view or View()
     out: list[tuple[LogEntry, Message]] = []
     for entry in entries:
-        if cache is None:
-            message, short = shown(entry, entry_message(entry), view)
-        else:
-            message, short = cached_shown(cache, entry, view)
+        message, short = shown(entry, entry_message(entry), view)
         if message is None:
             continue
         if short and shortened is not None:
