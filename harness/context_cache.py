@@ -13,11 +13,11 @@ for the sessions used last, so memory follows the recent contexts.
 from __future__ import annotations
 
 import threading
-from collections import OrderedDict
 from collections.abc import Callable, Collection, Hashable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from harness.kept import KeptBy
 from harness.messages import LogEntry, Message, SystemMessage, UserMessage
 from harness.tokens import TokenCounter
 
@@ -92,18 +92,9 @@ class EntryCache:
             self.fixed = {key: m for key, m in self.fixed.items() if key in keys}
 
 
-_SESSIONS: OrderedDict[int, EntryCache] = OrderedDict()
-_LOCK = threading.Lock()
+_SESSIONS: KeptBy[EntryCache] = KeptBy(EntryCache, SESSIONS_KEPT)
 
 
 def entry_cache(session_id: int) -> EntryCache:
     """The session's cache; the least recently used session's is dropped past the limit."""
-    with _LOCK:
-        cache = _SESSIONS.get(session_id)
-        if cache is None:
-            cache = _SESSIONS[session_id] = EntryCache()
-            while len(_SESSIONS) > SESSIONS_KEPT:
-                _SESSIONS.popitem(last=False)
-        else:
-            _SESSIONS.move_to_end(session_id)
-        return cache
+    return _SESSIONS.get(session_id)

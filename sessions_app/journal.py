@@ -10,7 +10,6 @@ log and tells watchers when the state changed.
 from __future__ import annotations
 
 import threading
-from collections import OrderedDict
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -18,6 +17,7 @@ from typing import Any
 from django.conf import settings
 from django.db import connection
 
+from harness.kept import KeptBy
 from harness.messages import LogEntry
 from harness.state import VERSION as STATE_VERSION
 from harness.state import SessionState, changes_state, deserialise, durable, fold, serialise
@@ -58,20 +58,13 @@ class KeptState:
     lock: threading.Lock = field(default_factory=threading.Lock)
 
 
-_KEPT: OrderedDict[tuple[str, int], KeptState] = OrderedDict()
-_KEPT_LOCK = threading.Lock()
-SESSIONS_KEPT = 64
+_KEPT: KeptBy[KeptState] = KeptBy(KeptState)
 
 
 def state_now(session_id: int) -> SessionState:
     """`state_load`'s state at the end of the log, read on from the last read in this process:
     one query and the entries since, where a whole read folds up to a snapshot interval."""
-    key = (str(connection.settings_dict["NAME"]), session_id)
-    with _KEPT_LOCK:
-        kept = _KEPT.setdefault(key, KeptState())
-        _KEPT.move_to_end(key)
-        while len(_KEPT) > SESSIONS_KEPT:
-            _KEPT.popitem(last=False)
+    kept = _KEPT.get((str(connection.settings_dict["NAME"]), session_id))
     with kept.lock:
         if kept.state is not None:
             rows = list(

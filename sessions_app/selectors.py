@@ -6,7 +6,6 @@ Another team's object and a missing one look the same from outside: `Http404`.
 from __future__ import annotations
 
 import threading
-from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -14,6 +13,7 @@ from django.db import connection
 from django.db.models import Q, QuerySet
 from django.http import Http404
 
+from harness.kept import KeptBy
 from harness.messages import LogEntry
 from sessions_app.models import AgentPreset, Entry, ModelCard, Session
 from teams_app.selectors import teams_of
@@ -192,23 +192,12 @@ class KeptContext:
         return self.entries
 
 
-_KEPT: OrderedDict[tuple[str, int], KeptContext] = OrderedDict()
-_KEPT_LOCK = threading.Lock()
-SESSIONS_KEPT = 64
+_KEPT: KeptBy[KeptContext] = KeptBy(KeptContext)
 
 
 def kept_context(session_id: int) -> KeptContext:
     """The session's kept context in this database; the least recently used one is dropped."""
-    key = (str(connection.settings_dict["NAME"]), session_id)
-    with _KEPT_LOCK:
-        kept = _KEPT.get(key)
-        if kept is None:
-            kept = _KEPT[key] = KeptContext()
-            while len(_KEPT) > SESSIONS_KEPT:
-                _KEPT.popitem(last=False)
-        else:
-            _KEPT.move_to_end(key)
-        return kept
+    return _KEPT.get((str(connection.settings_dict["NAME"]), session_id))
 
 
 def last_error(session_id: int) -> dict[str, Any] | None:
