@@ -8,7 +8,8 @@ every request it serves; harness time = a turn's wall time minus the server's ti
 Every turn's user message is 200 characters; with `--tools`-style runs (N = 1,000 here) every
 fifth asks for a tool call (Horsie's `read_entry`, an equivalent function tool for agents).
 
-Prints, per N: the median harness time per turn of the first and of the last 10% of turns,
+Prints, per N: the median harness time per turn of the first and of the last 10% of turns
+(over enough sessions of N turns that each tenth holds 20 turns: 20 sessions at N = 10),
 last/first, Horsie/agents, and the last request body each sent (bytes/4). `--quick` runs N = 10, 100.
 `--horsie-only` leaves openai-agents out (it then runs in `.venv` too; for profiling Horsie,
 whose web process id it prints); `--n N` runs that N alone (with tool calls from 1,000 on).
@@ -22,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 import statistics
 import subprocess
 import sys
@@ -41,6 +43,7 @@ stack_module.BIN = ROOT / ".venv" / "bin"
 WINDOW = 128_000
 TOOL_MARK = "[use the tool]"
 INSTRUCTIONS = "You are a careful assistant. Answer briefly."
+SAMPLES = 20  # turns per tenth at least: N = 10 runs 20 sessions, N = 100 two
 
 
 def user_text(n: int, tools: bool) -> str:
@@ -76,7 +79,7 @@ class Mock:
 @dataclass
 class Run:
     name: str
-    harness: list[float] = field(default_factory=list)
+    sessions: list[list[float]] = field(default_factory=list)  # harness seconds per turn
     prompt_chars: int = 0
 
 
@@ -144,30 +147,40 @@ class Agents:
 
 def measure(n: int, tools: bool, horsie: Horsie, agents: Agents | None,
             loop: asyncio.AbstractEventLoop, mocks: tuple[Mock, Mock]) -> tuple[Run, ...]:  # fmt: skip
+    """N turns in each of enough fresh sessions that each tenth has `SAMPLES` turns."""
     ours, theirs = Run("Horsie"), Run("openai-agents")
-    session = horsie.new_session()
-    agent_session = agents.new_session(f"n{n}-{time.monotonic_ns()}") if agents else None
-    for mock in mocks:
-        mock.served()
-    for turn in range(1, n + 1):
-        text = user_text(turn, tools)
-        began = time.perf_counter()
-        horsie.turn(session, text)
-        wall = time.perf_counter() - began
-        ours.harness.append(wall - mocks[0].served())
-        if agents is None:
-            continue
-        began = time.perf_counter()
-        loop.run_until_complete(agents.turn(agent_session, text))
-        wall = time.perf_counter() - began
-        theirs.harness.append(wall - mocks[1].served())
+    for _ in range(math.ceil(SAMPLES / tenth_size(n))):
+        ours.sessions.append([])
+        theirs.sessions.append([])
+        session = horsie.new_session()
+        agent_session = agents.new_session(f"n{n}-{time.monotonic_ns()}") if agents else None
+        for mock in mocks:
+            mock.served()
+        for turn in range(1, n + 1):
+            text = user_text(turn, tools)
+            began = time.perf_counter()
+            horsie.turn(session, text)
+            wall = time.perf_counter() - began
+            ours.sessions[-1].append(wall - mocks[0].served())
+            if agents is None:
+                continue
+            began = time.perf_counter()
+            loop.run_until_complete(agents.turn(agent_session, text))
+            wall = time.perf_counter() - began
+            theirs.sessions[-1].append(wall - mocks[1].served())
     ours.prompt_chars, theirs.prompt_chars = (mock.last_bytes for mock in mocks)
     return (ours, theirs) if agents else (ours,)
 
 
-def tenth(values: list[float], last: bool) -> float:
-    size = max(1, len(values) // 10)
-    return statistics.median(values[-size:] if last else values[:size]) * 1000
+def tenth_size(n: int) -> int:
+    return max(1, n // 10)
+
+
+def tenth(run: Run, last: bool) -> float:
+    """The median ms of the first (or last) tenth of every session's turns."""
+    size = tenth_size(len(run.sessions[0]))
+    picked = [t for turns in run.sessions for t in (turns[-size:] if last else turns[:size])]
+    return statistics.median(picked) * 1000
 
 
 def report(n: int, tools: bool, runs: tuple[Run, ...]) -> None:
@@ -175,14 +188,14 @@ def report(n: int, tools: bool, runs: tuple[Run, ...]) -> None:
     print(f"\n{label}: median harness ms per turn (wall - server)")
     print(f"{'':16}{'first 10%':>11}{'last 10%':>11}{'last/first':>12}{'prompt ~tok':>13}")
     for run in runs:
-        first, last = tenth(run.harness, False), tenth(run.harness, True)
+        first, last = tenth(run, False), tenth(run, True)
         print(f"{run.name:16}{first:11.1f}{last:11.1f}{last / first:12.2f}"
               f"{run.prompt_chars // 4:13,}")  # fmt: skip
     if len(runs) == 1:
         return
     ours, theirs = runs
     for last in (False, True):
-        ratio = tenth(ours.harness, last) / tenth(theirs.harness, last)
+        ratio = tenth(ours, last) / tenth(theirs, last)
         print(f"Horsie / openai-agents, {'last' if last else 'first'} 10%: {ratio:.2f}")
 
 

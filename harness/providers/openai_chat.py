@@ -27,6 +27,7 @@ from typing import Any, assert_never
 import httpx
 import openai
 from openai import AsyncOpenAI, AsyncStream
+from openai._streaming import ServerSentEvent
 from openai.types.chat import (
     ChatCompletion,
     ChatCompletionChunk,
@@ -78,7 +79,21 @@ NO_API_KEY = "not-needed"
 # A provider's error message shown to users is cut to this many characters.
 MESSAGE_CHARS = 400
 
-Chunks = AsyncStream[ChatCompletionChunk]
+class Chunks(AsyncStream[ChatCompletionChunk]):
+    """The SDK's stream, reading the body to its end once `[DONE]` arrives.
+
+    The SDK stops at `[DONE]` and closes the response before the body's last bytes are read,
+    which closes the connection too: every call then opened a new one. Read to the end, the
+    response goes back to the pool and the next call reuses its connection.
+    """
+
+    async def _iter_events(self) -> AsyncIterator[ServerSentEvent]:
+        events = super()._iter_events()
+        async for event in events:
+            if event.data.startswith("[DONE]"):
+                async for _rest in events:
+                    pass
+            yield event
 
 
 def build(card: CardConfig, options: dict[str, Any]) -> OpenAIChatProvider:

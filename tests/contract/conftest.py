@@ -40,6 +40,11 @@ class ScriptedServer:
             counts: list[dict[str, Any]] = json.load(response)
         return counts
 
+    def connections(self) -> int:
+        """How many connections carried a POST (the chat-completions server)."""
+        with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/__connections") as response:
+            return int(json.load(response))
+
     def authorization(self) -> list[str | None]:
         """The Authorization header of every POST the server has received, in order."""
         url = f"http://127.0.0.1:{self.port}/__authorization"

@@ -13,7 +13,9 @@ request body is recorded and served back by GET /__requests, so a test can asser
 really sent; the Authorization header of every POST (to any path) is served by GET
 /__authorization, so a test can assert which credential left; the wall-clock time at which
 each stream's first text was written is served by GET /__first_text (for benchmarks of the
-delay from there to a watcher). Stdlib only.
+delay from there to a watcher). A stream is sent chunked on a connection kept open, as
+OpenAI's is (a "cut" one closes it instead); GET /__connections counts the connections
+that carried a POST, so a test can see whether a client reuses one. Stdlib only.
 
 Counting mode: a script that is an object, not a list, plays a provider with a tokenizer of
 its own and a real window: {"density": 3.0, "limit": 8000, "replies": [{"text": …}, …]}.
@@ -218,9 +220,12 @@ class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     cut = False
     malformed = False
+    posted_on: set[int] = set()  # the connections (handler objects) that carried a POST
 
     def do_GET(self) -> None:
-        if self.path == "/__requests":
+        if self.path == "/__connections":
+            self.send_json(200, len(Handler.posted_on))
+        elif self.path == "/__requests":
             self.send_json(200, self.script.requests)
         elif self.path == "/__counts":
             self.send_json(200, getattr(self.script, "counts", []))
@@ -236,6 +241,7 @@ class Handler(BaseHTTPRequestHandler):
     def do_POST(self) -> None:
         with self.script.lock:
             self.script.authorization.append(self.headers.get("Authorization"))
+            Handler.posted_on.add(id(self))
         body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"null")
         if self.path != "/v1/chat/completions":
             self.send_json(404, {"error": {"message": "not found"}})
@@ -273,7 +279,10 @@ class Handler(BaseHTTPRequestHandler):
     def send_stream(self, chunks: Iterator[dict[str, Any]]) -> None:
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream")
-        self.send_header("Connection", "close")
+        if self.cut:
+            self.send_header("Connection", "close")
+        else:
+            self.send_header("Transfer-Encoding", "chunked")
         self.end_headers()
         texted = False
         for item in chunks:
@@ -284,12 +293,16 @@ class Handler(BaseHTTPRequestHandler):
                     self.script.first_text.append(time.time())
             if self.malformed:
                 self.send_event("{not json")
-        if not self.cut:
-            self.send_event("[DONE]")
-        self.close_connection = True
+        if self.cut:
+            self.close_connection = True
+            return
+        self.send_event("[DONE]")
+        self.wfile.write(b"0\r\n\r\n")  # the chunked body's end: the connection stays open
+        self.wfile.flush()
 
     def send_event(self, data: str) -> None:
-        self.wfile.write(f"data: {data}\n\n".encode())
+        event = f"data: {data}\n\n".encode()
+        self.wfile.write(event if self.cut else b"%x\r\n%s\r\n" % (len(event), event))
         self.wfile.flush()
 
     def log_message(self, format: str, *args: Any) -> None:

@@ -67,6 +67,17 @@ async def test_streamed_deltas_join_to_the_text_and_usage_is_read(scripted_serve
     assert done.response.finish_reason == "stop"
 
 
+async def test_calls_reuse_one_connection(scripted_server: Start) -> None:
+    """The body is read past `[DONE]`, so the connection goes back to the pool (the SDK alone
+    closed it, and every call connected anew)."""
+    server = scripted_server([{"text": "Again.", "repeat": True}])
+    provider = provider_for(server)
+    for _ in range(3):
+        events = await events_of(provider, HELLO)
+        assert isinstance(events[-1], ResponseDone)
+    assert server.connections() == 1
+
+
 async def test_the_request_carries_messages_cap_and_usage_option(scripted_server: Start) -> None:
     server = scripted_server([{"text": "ok"}])
     await complete(
