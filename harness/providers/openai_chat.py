@@ -79,6 +79,7 @@ NO_API_KEY = "not-needed"
 # A provider's error message shown to users is cut to this many characters.
 MESSAGE_CHARS = 400
 
+
 class Chunks(AsyncStream[ChatCompletionChunk]):
     """The SDK's stream, reading the body to its end once `[DONE]` arrives.
 
