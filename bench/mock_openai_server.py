@@ -82,6 +82,7 @@ def envelope(obj: str, **fields: Any) -> dict[str, Any]:
 
 class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True  # as a real server does: no write waits for an ACK
 
     def parse_request(self) -> bool:
         self.began = time.perf_counter()

@@ -218,6 +218,7 @@ def whole_reply(step: dict[str, Any]) -> dict[str, Any]:
 class Handler(BaseHTTPRequestHandler):
     script: Script
     protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True  # as a real server does: no write waits for an ACK
     cut = False
     malformed = False
     posted_on: set[int] = set()  # the connections (handler objects) that carried a POST
