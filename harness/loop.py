@@ -85,8 +85,7 @@ async def run_turn(config: TurnConfig, deps: Deps) -> TurnEnd:
         if not owes_reply(view.entries):
             return "compacted"
     for _ in range(config.max_steps):
-        await deps.store.keep_alive(config.session_id)
-        called = await call_model(config, deps, flags)
+        called = await call_model(config, deps, flags)  # renews the lease as it reads
         if called is None:
             return "provider_error"
         response, seq = called
@@ -111,8 +110,9 @@ def owes_reply(entries: Sequence[LogEntry]) -> bool:
 
 
 async def auto_compacted(config: TurnConfig, deps: Deps, flags: TurnFlags) -> SessionView:
-    """The session for the next call, compacted first when the trigger is reached."""
-    view = await read_view(config, deps)
+    """The session for the next call, compacted first when the trigger is reached. The lease
+    is renewed as it is read: a call (or a compaction) may outlast what was left of it."""
+    view = await read_view(config, deps, renew=True)
     policy = view.policy
     if not policy.armed or flags.compaction_failed or policy.trigger_tokens is None:
         return view

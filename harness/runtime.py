@@ -119,19 +119,26 @@ class ViewReads:
 @runtime_checkable
 class ReadsAtOnce(Protocol):
     """A store that reads what a view needs in one trip (the ORM's: one hop to a database
-    thread, not four), asking `memory` and `skills` itself when it knows them."""
+    thread, not four), asking `memory` and `skills` itself when it knows them; with `renew`,
+    the lease is renewed in the same trip (`LeaseLost` when it is someone else's)."""
 
     async def view_reads(
-        self, session_id: int, memory: MemorySource | None, skills: SkillSource | None
+        self,
+        session_id: int,
+        memory: MemorySource | None,
+        skills: SkillSource | None,
+        renew: bool = False,
     ) -> ViewReads | None: ...
 
 
-async def view_reads(config: TurnConfig, deps: Deps) -> ViewReads:
+async def view_reads(config: TurnConfig, deps: Deps, renew: bool = False) -> ViewReads:
     session_id = config.session_id
     if isinstance(deps.store, ReadsAtOnce):
-        reads = await deps.store.view_reads(session_id, deps.memory, deps.skills)
+        reads = await deps.store.view_reads(session_id, deps.memory, deps.skills, renew)
         if reads is not None:
             return reads
+    if renew:
+        await deps.store.keep_alive(session_id)
     return ViewReads(
         entries=await deps.store.context_entries(session_id),
         state=await deps.store.state(session_id),
@@ -141,12 +148,13 @@ async def view_reads(config: TurnConfig, deps: Deps) -> ViewReads:
 
 
 async def read_view(
-    config: TurnConfig, deps: Deps, state: SessionState | None = None
+    config: TurnConfig, deps: Deps, state: SessionState | None = None, *, renew: bool = False
 ) -> SessionView:
     """The session as the next model call would see it, from the store (with `state` in
     place of the stored one when given); the entries shown on the session's earlier calls
-    are reused (`harness.context_cache`)."""
-    reads = await view_reads(config, deps)
+    are reused (`harness.context_cache`). With `renew`, the lease is renewed first (in the
+    same database trip where the store can)."""
+    reads = await view_reads(config, deps, renew)
     return session_context(
         system_prompt=config.system_prompt,
         tools=[tool.spec for tool in deps.tools.values()],

@@ -76,10 +76,15 @@ class OrmTranscriptStore:
         return log_entry(row)
 
     async def view_reads(
-        self, session_id: int, memory: MemorySource | None, skills: SkillSource | None
+        self,
+        session_id: int,
+        memory: MemorySource | None,
+        skills: SkillSource | None,
+        renew: bool = False,
     ) -> ViewReads | None:
-        """The context, the state, and the ORM's memory and skills, in one database trip;
-        None when a source is not the ORM's (the caller then asks each)."""
+        """The context, the state, and the ORM's memory and skills, in one database trip
+        (with the lease's renewal first, when asked); None when a source is not the ORM's
+        (the caller then asks each)."""
         if not (memory is None or isinstance(memory, OrmMemorySource)) or not (
             skills is None or isinstance(skills, OrmSkillSource)
         ):
@@ -87,6 +92,8 @@ class OrmTranscriptStore:
         known = self.known.get(session_id)
 
         def read() -> ViewReads:
+            if renew:
+                self.renewed(session_id)
             return ViewReads(
                 entries=context_entries_now(session_id),
                 state=state_after(session_id, known),
@@ -117,7 +124,10 @@ class OrmTranscriptStore:
         return True
 
     async def keep_alive(self, session_id: int) -> None:
-        if not await db(lease_renew)(session_id, self.lease):
+        await db(self.renewed)(session_id)
+
+    def renewed(self, session_id: int) -> None:
+        if not lease_renew(session_id, self.lease):
             raise LeaseLost(f"session {session_id} was taken over by another runner")
 
 

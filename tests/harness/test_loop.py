@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from harness.context import MISSING_RESULT, assemble
 from harness.loop import drive, run_turn
 from harness.messages import LogEntry, ToolResultMessage, ToolSpec
@@ -157,3 +159,25 @@ def test_context_blocks_name_seqs_and_count_tokens():
     assert ctx.blocks[3].tokens == 1, "counted by the session's counter, not a stored figure"
     assert json.loads(ctx.blocks[1].text)[0]["name"] == "echo"
     assert ctx.tokens == sum(b.tokens for b in ctx.blocks)
+
+
+async def test_every_model_call_renews_the_lease_first_and_a_lost_one_stops_the_turn():
+    from harness.ports import LeaseLost
+
+    echo = ("c1", "echo", json.dumps({"text": "x"}))
+    store, provider, deps, config = setup(reply("Echoing.", echo), reply("Done."))
+    await store.append(1, kind="user", content="hi")
+    renewals = []
+
+    async def keep_alive(session_id):
+        renewals.append(len(provider.requests))
+        if len(renewals) == 3:
+            raise LeaseLost("taken over")
+
+    store.keep_alive = keep_alive  # type: ignore[method-assign]
+    assert await run_turn(config, deps) == "reply"
+    assert renewals == [0, 1]  # before each of the two calls, none after
+    await store.append(1, kind="user", content="again")
+    with pytest.raises(LeaseLost):
+        await run_turn(config, deps)
+    assert len(provider.requests) == 2  # the third call was never made
