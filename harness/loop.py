@@ -64,14 +64,16 @@ async def drive(config: TurnConfig, deps: Deps) -> None:
 
 async def run_turn(config: TurnConfig, deps: Deps) -> TurnEnd:
     flags = TurnFlags()
-    state = await deps.store.state(config.session_id)
+    # The first call's view, read (and the lease renewed) once: it also tells what is pending.
+    view: SessionView | None = await read_view(config, deps, renew=True)
+    assert view is not None
+    state = view.state
     if state.pending_handoff is not None:
         await handoff(config, deps)
         view = await read_view(config, deps)
         if not owes_reply(view.entries) and state.pending_compact is None:
             return "compacted"
     if state.pending_compact is not None:
-        view = await read_view(config, deps)
         await compact(
             config,
             deps,
@@ -84,8 +86,11 @@ async def run_turn(config: TurnConfig, deps: Deps) -> TurnEnd:
         view = await read_view(config, deps)
         if not owes_reply(view.entries):
             return "compacted"
+    if state.pending_handoff is not None or state.pending_compact is not None:
+        view = None  # a summary call went by: the next call renews the lease as it reads
     for _ in range(config.max_steps):
-        called = await call_model(config, deps, flags)  # renews the lease as it reads
+        called = await call_model(config, deps, flags, view)
+        view = None
         if called is None:
             return "provider_error"
         response, seq = called
@@ -109,10 +114,14 @@ def owes_reply(entries: Sequence[LogEntry]) -> bool:
     return False
 
 
-async def auto_compacted(config: TurnConfig, deps: Deps, flags: TurnFlags) -> SessionView:
-    """The session for the next call, compacted first when the trigger is reached. The lease
-    is renewed as it is read: a call (or a compaction) may outlast what was left of it."""
-    view = await read_view(config, deps, renew=True)
+async def auto_compacted(
+    config: TurnConfig, deps: Deps, flags: TurnFlags, view: SessionView | None = None
+) -> SessionView:
+    """The session for the next call (`view` when the caller just read it), compacted first
+    when the trigger is reached. The lease is renewed as it is read: a call (or a
+    compaction) may outlast what was left of it."""
+    if view is None:
+        view = await read_view(config, deps, renew=True)
     policy = view.policy
     if not policy.armed or flags.compaction_failed or policy.trigger_tokens is None:
         return view
@@ -126,11 +135,12 @@ async def auto_compacted(config: TurnConfig, deps: Deps, flags: TurnFlags) -> Se
 
 
 async def call_model(
-    config: TurnConfig, deps: Deps, flags: TurnFlags
+    config: TurnConfig, deps: Deps, flags: TurnFlags, view: SessionView | None = None
 ) -> tuple[ModelResponse, int] | None:
     """One model call, streamed to watchers; the reply is appended as an `assistant` entry,
-    whose seq comes back with it (the calls it makes are made at that seq)."""
-    view = await auto_compacted(config, deps, flags)
+    whose seq comes back with it (the calls it makes are made at that seq). `view` is the
+    session just read with the lease renewed, when the caller has it."""
+    view = await auto_compacted(config, deps, flags, view)
     await shortened_notice(config, deps, view)
     request = view.context.request(config.max_output_tokens)
     try:
