@@ -6,12 +6,14 @@ context loads the trusted certificates. Left to the first turn of a process (or 
 card), that is most of a second before its first delta. `warm()` does it once at start, on a
 thread of its own: one streamed call through each SDK's real code path, answered in memory
 by a canned reply (no network: the transport is httpx's `MockTransport`), and the shared
-TLS context of `guard`. A wire whose SDK is not installed is skipped.
+TLS context of `guard`. A wire whose SDK is not installed is skipped. What the warming
+loaded is then frozen out of the garbage collector's full walks (`warm_then_freeze`).
 """
 
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
 import logging
 import threading
@@ -97,12 +99,20 @@ async def warm_all() -> None:
     log.info("provider SDKs warmed in %.2f s", time.perf_counter() - started)
 
 
+def warm_then_freeze() -> None:
+    """Warm, then freeze what the SDKs loaded out of the collector's full walks, as the
+    process did with what it loaded before serving. Nothing is collected first: that
+    would be the very walk, under the interpreter lock, while a turn may be running."""
+    asyncio.run(warm_all())
+    gc.freeze()
+
+
 def warm(delay: float = 0.0) -> threading.Timer:
     """Warm the SDKs on a daemon thread after `delay` seconds; returns it (to join).
 
     A server passes a short delay so the warming does not compete for the CPU with its own
     start: it is serving by then, and the first turn is still seconds away."""
-    thread = threading.Timer(delay, lambda: asyncio.run(warm_all()))
+    thread = threading.Timer(delay, warm_then_freeze)
     thread.name, thread.daemon = "horsie-warm", True
     thread.start()
     return thread

@@ -27,3 +27,33 @@ def test_clients_share_the_one_tls_context():
     second = guard.checked_client(lambda host, address: None, 5.0)
     pools = [client._transport._pool for client in (first, second)]  # type: ignore[attr-defined]
     assert pools[0]._ssl_context is pools[1]._ssl_context is guard.tls_context()
+
+
+def test_warming_freezes_what_it_loaded_out_of_full_collections():
+    import gc
+
+    gc.unfreeze()
+    try:
+        warm.warm_then_freeze()
+        assert gc.get_freeze_count() > 10_000  # the modules and what they built
+    finally:
+        gc.unfreeze()
+
+
+def test_a_serving_process_freezes_what_it_loaded_before_serving():
+    import os
+    import subprocess
+    from pathlib import Path
+
+    code = "import gc, horsie_site.asgi; print(gc.get_freeze_count())"
+    env = {**os.environ, "HORSIE_WARM": "0", "HORSIE_SCHEDULER": "0"}
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        env=env,
+        cwd=Path(__file__).resolve().parents[2],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert int(done.stdout.split()[-1]) > 100_000
