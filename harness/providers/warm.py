@@ -5,7 +5,7 @@ The `openai` SDK imports its resources lazily on first use (`client.chat` alone 
 context loads the trusted certificates. Left to the first turn of a process (or of a new
 card), that is most of a second before its first delta. `warm()` does it once at start, on a
 thread of its own: one streamed call through each SDK's real code path, answered in memory
-by a canned reply (no network: the transport is httpx's `MockTransport`), and the shared
+by a canned reply (no network: httpcore's `AsyncMockBackend` serves it), and the shared
 TLS context of `guard`. A wire whose SDK is not installed is skipped. What the warming
 loaded is then frozen out of the garbage collector's full walks (`warm_then_freeze`).
 """
@@ -21,12 +21,13 @@ import time
 from collections.abc import Callable, Coroutine
 from typing import Any
 
+import httpcore
 import httpx
 
 from harness.providers.guard import tls_context
 
 log = logging.getLogger(__name__)
-WARM_HOST = "warm.invalid"  # never resolved: the transport answers in memory
+WARM_HOST = "warm.invalid"  # never resolved: the mock backend answers in memory
 
 CHUNK = {
     "id": "warm",
@@ -37,10 +38,19 @@ CHUNK = {
 }
 
 
-def canned_stream(request: httpx.Request) -> httpx.Response:
+def canned_client() -> httpx.AsyncClient:
+    """A client whose pool, connection and HTTP/1.1 parsing are httpcore's own, as on a turn,
+    reading a canned stream from memory (`AsyncMockBackend`): what they import and build on
+    first use (anyio's asyncio backend, h11) is paid here, not by the first turn."""
     done = {**CHUNK, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}
-    body = "".join(f"data: {json.dumps(item)}\n\n" for item in (CHUNK, done)) + "data: [DONE]\n\n"
-    return httpx.Response(200, headers={"content-type": "text/event-stream"}, text=body)
+    events = "".join(f"data: {json.dumps(item)}\n\n" for item in (CHUNK, done))
+    body = (events + "data: [DONE]\n\n").encode()
+    head = b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncontent-length: %d\r\n\r\n"
+    transport = httpx.AsyncHTTPTransport()
+    transport._pool = httpcore.AsyncConnectionPool(  # as `guard.checked_client` does
+        network_backend=httpcore.AsyncMockBackend([head % len(body), body])
+    )
+    return httpx.AsyncClient(transport=transport)
 
 
 def unlogged(record: logging.LogRecord) -> bool:
@@ -53,7 +63,7 @@ async def warm_openai() -> None:
     from openai.types.chat import ChatCompletion, ChatCompletionChunk
 
     logging.getLogger("httpx").addFilter(unlogged)
-    http = httpx.AsyncClient(transport=httpx.MockTransport(canned_stream))
+    http = canned_client()
     client = AsyncOpenAI(api_key="warm", base_url=f"http://{WARM_HOST}/v1", http_client=http)
     tool = {"type": "function", "function": {"name": "warm", "parameters": {"type": "object"}}}
     body = {

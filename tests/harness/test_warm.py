@@ -57,3 +57,24 @@ def test_a_serving_process_freezes_what_it_loaded_before_serving():
     )
     assert done.returncode == 0, done.stderr
     assert int(done.stdout.split()[-1]) > 100_000
+
+
+def test_warming_goes_through_the_real_connection_pool():
+    """A turn's request passes httpcore's pool, whose first use imports anyio's asyncio
+    backend (~10 ms); warming takes the same path, in a process that has not loaded it."""
+    import subprocess
+    from pathlib import Path
+
+    code = (
+        "import asyncio, sys; from harness.providers import warm; "
+        "asyncio.run(warm.warm_all()); print('anyio._backends._asyncio' in sys.modules)"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=Path(__file__).resolve().parents[2],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split()[-1] == "True"
