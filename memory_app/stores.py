@@ -56,7 +56,11 @@ def spaces_now(session_id: int) -> list[core.MemorySpace]:
     (how many, their versions added up, the newest change) that any write in any process
     moves: a call reads the selection and the spaces with their stamps (two queries), and
     the notes of a space only when its stamp moved."""
-    selection = Session.objects.values_list("memory", flat=True).get(pk=session_id)
+    return spaces_selected(Session.objects.values_list("memory", flat=True).get(pk=session_id))
+
+
+def spaces_selected(selection: list[dict[str, Any]] | None) -> list[core.MemorySpace]:
+    """`spaces_now` for a session's `memory` selection already read."""
     wanted = [(item["space"], item.get("mode", "read")) for item in selection or []]
     spaces = MemorySpace.objects.annotate(
         count=Count("notes"), versions=Sum("notes__version"), last=Max("notes__updated_at")

@@ -13,14 +13,14 @@ from harness.runtime import SessionView, ViewReads, session_context
 from harness.skills import SkillSource
 from harness.state import SessionState
 from horsie_site import wiring
-from memory_app.stores import OrmMemorySource, spaces_now
+from memory_app.stores import OrmMemorySource, spaces_now, spaces_selected
 from sessions_app.journal import state_after, state_load
 from sessions_app.leases import lease_renew
 from sessions_app.models import Entry, Session
 from sessions_app.selectors import ROW_FIELDS, context_entries_now, row_entry
 from sessions_app.services import entry_append, turn_boundary
 from sessions_app.threads import db
-from skills_app.stores import OrmSkillSource, skills_now, skills_of
+from skills_app.stores import OrmSkillSource, skills_now
 
 
 def log_entry(row: Entry) -> LogEntry:
@@ -94,11 +94,16 @@ class OrmTranscriptStore:
         def read() -> ViewReads:
             if renew:
                 self.renewed(session_id)
+            selected = None  # what the session selects, read once for memory and skills
+            if memory is not None or skills is not None:
+                selected = Session.objects.only("team_id", "memory", "skills", "bundles").get(
+                    pk=session_id
+                )
             return ViewReads(
                 entries=context_entries_now(session_id),
                 state=state_after(session_id, known),
-                memory=spaces_now(session_id) if memory is not None else (),
-                skills=skills_of(session_id) if skills is not None else (),
+                memory=spaces_selected(selected.memory) if memory is not None and selected else (),
+                skills=skills_now(selected) if skills is not None and selected else (),
             )
 
         reads: ViewReads = await db(read)()
