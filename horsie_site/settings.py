@@ -121,24 +121,29 @@ DATABASES = {
         conn_health_checks=True,
     )
 }
+POOL_SIZE = env.integer("DATABASE_POOL_SIZE", 10)
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    # Under ASGI every request's sync code runs on a thread of its own: connections go back
+    # to a pool per process at the end of each request (horsie_site.sqlite).
+    DATABASES["default"]["ENGINE"] = "horsie_site.sqlite"
+    if POOL_SIZE:
+        DATABASES["default"]["CONN_MAX_AGE"] = 0
     # Turns append from a worker thread while requests read: wait for the lock, don't fail.
     DATABASES["default"]["OPTIONS"] = {
         "timeout": 20,
         "transaction_mode": "IMMEDIATE",
         "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+        "pool_size": POOL_SIZE,
     }
     # Turns run on another thread: tests need a file, not a shared in-memory database.
     DATABASES["default"]["TEST"] = {"NAME": str(VAR_DIR / f"test-{os.getpid()}.sqlite3")}
-elif DATABASES["default"]["ENGINE"].endswith("postgresql") and env.integer(
-    "DATABASE_POOL_SIZE", 10
-):
+elif DATABASES["default"]["ENGINE"].endswith("postgresql") and POOL_SIZE:
     # Under ASGI every request's sync code runs on a thread of its own, so a connection kept
     # per thread is never reused and each request would connect anew: a pool per process.
     DATABASES["default"]["CONN_MAX_AGE"] = 0
     DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {
         "min_size": 1,
-        "max_size": env.integer("DATABASE_POOL_SIZE", 10),
+        "max_size": POOL_SIZE,
     }
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
