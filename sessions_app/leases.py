@@ -13,10 +13,10 @@ import secrets
 from datetime import timedelta
 
 from django.conf import settings
-from django.db.models import Q
+from django.db.models import Exists, OuterRef, Q
 from django.utils import timezone
 
-from sessions_app.models import Session
+from sessions_app.models import QueuedInput, Session
 
 
 def lease_seconds() -> int:
@@ -56,10 +56,18 @@ def lease_renew(session_id: int, token: str) -> bool:
     )
 
 
-def lease_release(session_id: int, token: str, status: str = "idle") -> bool:
-    """Give the lease back; the session becomes idle, or waiting on a question."""
+def lease_release(
+    session_id: int, token: str, status: str = "idle", *, unless_queued: bool = False
+) -> bool:
+    """Give the lease back; the session becomes idle, or waiting on a question. With
+    `unless_queued`, only while no input is queued for the session, in the same statement:
+    input queued before it keeps the lease with its holder, and input queued after it finds
+    the lease free for its poster to take."""
+    held = Session.objects.filter(pk=session_id, lease_owner=token)
+    if unless_queued:
+        held = held.filter(~Exists(QueuedInput.objects.filter(session_id=OuterRef("pk"))))
     return bool(
-        Session.objects.filter(pk=session_id, lease_owner=token).update(
+        held.update(
             lease_owner=None, lease_expires_at=None, status=status, updated_at=timezone.now()
         )
     )

@@ -452,8 +452,9 @@ def answer_append(session_id: int, row: QueuedInput) -> Entry:
     )
 
 
-def session_release(session_id: int, lease: str) -> None:
-    """Give the turn back: the session waits when a question is pending, else it is idle.
+def session_release(session_id: int, lease: str, *, unless_queued: bool = False) -> bool:
+    """Give the turn back: the session waits when a question is pending, else it is idle
+    (`lease_release`, with `unless_queued` as there). Whether it was given back.
 
     The lease is released even when the state cannot be read (the runner that calls this
     may be failing because of it)."""
@@ -462,31 +463,28 @@ def session_release(session_id: int, lease: str) -> None:
     except Exception:
         log.exception("session %s: its state could not be read; releasing it as idle", session_id)
         status = "idle"
-    if lease_release(session_id, lease, status):
+    released = lease_release(session_id, lease, status, unless_queued=unless_queued)
+    if released:
         events.send_on_commit(session_id, {"type": "status", "status": status})
+    return released
 
 
 def turn_boundary(session_id: int, lease: str) -> str | None:
     """Between turns: queued input enters the log, or the session is released.
 
-    Returns the lease to run the next turn under, or None when the session is now idle.
-    After releasing, look once more: input queued while we were releasing would otherwise
-    wait for the next message. Retaking may fail when another post took the lease first;
-    that post's runner then handles the input.
+    Returns the lease to run the next turn under, or None when the session is now idle (or
+    the lease is no longer this runner's). The release gives the lease back only while
+    nothing is queued, in one statement, so no input is left waiting for the next message:
+    input queued before it enters the log here, and input queued after it finds the lease
+    free for its own poster to take.
     """
-    queued = QueuedInput.objects.filter(session_id=session_id)
-    if queued.exists():  # most boundaries find nothing queued: no lock taken for that
+    while not session_release(session_id, lease, unless_queued=True):
+        if not QueuedInput.objects.filter(session_id=session_id).exists():
+            return None  # nothing queued, and still not released: the lease was lost
         _, needs_turn = inputs_enter_log(session_id)
         if needs_turn:
             return lease
-    session_release(session_id, lease)
-    if not queued.exists():
-        return None
-    retaken = lease_take(session_id)
-    if retaken is None:
-        return None
-    events.send_now(session_id, {"type": "status", "status": "running"})
-    return turn_boundary(session_id, retaken)
+    return None
 
 
 def session_update(*, session: Session, fields: Mapping[str, Any]) -> Session:
