@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any
+
+from django.utils import timezone
 
 from harness.context_cache import entry_cache
 from harness.memory import MemorySource
@@ -15,7 +19,7 @@ from harness.state import SessionState
 from horsie_site import wiring
 from memory_app.stores import OrmMemorySource, spaces_now, spaces_selected
 from sessions_app.journal import state_after, state_load
-from sessions_app.leases import lease_renew
+from sessions_app.leases import lease_renew, lease_seconds
 from sessions_app.models import Entry, Session
 from sessions_app.selectors import ROW_FIELDS, context_entries_now, row_entry
 from sessions_app.services import entry_append, turn_boundary
@@ -49,9 +53,16 @@ def read_now(session_id: int, seq: int) -> LogEntry | None:
 
 
 class OrmTranscriptStore:
+    """The runner's store. A model call's view renews the lease only when less than two
+    thirds of it are surely left (`held_until`, from the last renewal or from the lease the
+    runner was handed): a lease cannot be taken over before it expires, and the heartbeat
+    renews it every third of its life, so a renewal per call would only add a write."""
+
     def __init__(self, lease: str) -> None:
         self.lease = lease
         self.known: dict[int, SessionState] = {}  # the state last read, to read on from
+        self.held_until = 0.0  # monotonic: the lease is surely this runner's until then
+        self.ahead: dict[int, ViewReads] = {}  # the first call's view, read with the setup
 
     async def context_entries(self, session_id: int) -> Sequence[LogEntry]:
         return await db(context_entries_now)(session_id)
@@ -65,6 +76,7 @@ class OrmTranscriptStore:
         data: Mapping[str, Any] | None = None,
         tokens: int | None = None,
     ) -> LogEntry:
+        self.ahead.pop(session_id, None)
         row = await db(entry_append)(
             session_id=session_id,
             kind=kind,
@@ -75,6 +87,28 @@ class OrmTranscriptStore:
         )
         return log_entry(row)
 
+    def read_ahead(self, session: Session) -> None:
+        """On the setup's database trip, with the session row it read: whether the lease it
+        was handed is still held (and until when), and the first call's view, so that call
+        makes no trip of its own. Nothing but this runner appends meanwhile."""
+        expires = session.lease_expires_at
+        if session.lease_owner != self.lease or expires is None:
+            raise LeaseLost(f"session {session.pk}: the lease {self.lease} is no longer held")
+        self.held_until = time.monotonic() + (expires - timezone.now()).total_seconds()
+        self.ahead[session.pk] = self.reads_now(session.pk, session, memory=True, skills=True)
+
+    def reads_now(
+        self, session_id: int, selected: Session | None, *, memory: bool, skills: bool
+    ) -> ViewReads:
+        reads = ViewReads(
+            entries=context_entries_now(session_id),
+            state=state_after(session_id, self.known.get(session_id)),
+            memory=spaces_selected(selected.memory) if memory and selected else (),
+            skills=skills_now(selected) if skills and selected else (),
+        )
+        self.known[session_id] = reads.state
+        return reads
+
     async def view_reads(
         self,
         session_id: int,
@@ -83,31 +117,33 @@ class OrmTranscriptStore:
         renew: bool = False,
     ) -> ViewReads | None:
         """The context, the state, and the ORM's memory and skills, in one database trip
-        (with the lease's renewal first, when asked); None when a source is not the ORM's
-        (the caller then asks each)."""
+        (with the lease's renewal first, when asked and due), or none when the setup read
+        them; None when a source is not the ORM's (the caller then asks each)."""
         if not (memory is None or isinstance(memory, OrmMemorySource)) or not (
             skills is None or isinstance(skills, OrmSkillSource)
         ):
             return None
-        known = self.known.get(session_id)
+        ahead = self.ahead.pop(session_id, None)
+        if ahead is not None and not (renew and self.renew_due()):
+            return replace(
+                ahead,
+                memory=ahead.memory if memory is not None else (),
+                skills=ahead.skills if skills is not None else (),
+            )
 
         def read() -> ViewReads:
-            if renew:
+            if renew and self.renew_due():
                 self.renewed(session_id)
             selected = None  # what the session selects, read once for memory and skills
             if memory is not None or skills is not None:
                 selected = Session.objects.only("team_id", "memory", "skills", "bundles").get(
                     pk=session_id
                 )
-            return ViewReads(
-                entries=context_entries_now(session_id),
-                state=state_after(session_id, known),
-                memory=spaces_selected(selected.memory) if memory is not None and selected else (),
-                skills=skills_now(selected) if skills is not None and selected else (),
+            return self.reads_now(
+                session_id, selected, memory=memory is not None, skills=skills is not None
             )
 
         reads: ViewReads = await db(read)()
-        self.known[session_id] = reads.state
         return reads
 
     async def state(self, session_id: int) -> SessionState:
@@ -122,6 +158,7 @@ class OrmTranscriptStore:
         return await db(read_now)(session_id, seq)
 
     async def next_turn(self, session_id: int) -> bool:
+        self.ahead.pop(session_id, None)
         lease = await db(turn_boundary)(session_id, self.lease)
         if lease is None:
             return False
@@ -132,8 +169,13 @@ class OrmTranscriptStore:
         await db(self.renewed)(session_id)
 
     def renewed(self, session_id: int) -> None:
+        renewed_at = time.monotonic()
         if not lease_renew(session_id, self.lease):
             raise LeaseLost(f"session {session_id} was taken over by another runner")
+        self.held_until = renewed_at + lease_seconds()
+
+    def renew_due(self) -> bool:
+        return self.held_until - time.monotonic() < lease_seconds() * 2 / 3
 
 
 def session_view(session: Session, upto: int | None = None) -> SessionView:

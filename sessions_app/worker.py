@@ -46,10 +46,15 @@ class Setup:
 
 
 def turn_setup(session_id: int, lease: str) -> Setup:
-    """Everything a runner needs from the database before its first call, in one hop."""
+    """Everything a runner needs from the database before its first call, in one hop: with
+    the first call's view, unless a fork's summary is still to be written first."""
     session = Session.objects.select_related("model").get(pk=session_id)
+    store = OrmTranscriptStore(lease)
+    fork_pending = session.kind == "fork" and session.last_seq == 0
+    if not fork_pending:
+        store.read_ahead(session)
     deps = Deps(
-        store=OrmTranscriptStore(lease),
+        store=store,
         events=ChannelEvents(),
         provider=wiring.provider_for(session.model),
         tools=wiring.tools_for(session),
@@ -60,7 +65,7 @@ def turn_setup(session_id: int, lease: str) -> Setup:
     return Setup(
         config=wiring.turn_config(session),
         deps=deps,
-        fork_pending=session.kind == "fork" and session.last_seq == 0,
+        fork_pending=fork_pending,
         subagent=session.kind == "subagent",
     )
 
