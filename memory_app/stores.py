@@ -62,6 +62,8 @@ def spaces_now(session_id: int) -> list[core.MemorySpace]:
 def spaces_selected(selection: list[dict[str, Any]] | None) -> list[core.MemorySpace]:
     """`spaces_now` for a session's `memory` selection already read."""
     wanted = [(item["space"], item.get("mode", "read")) for item in selection or []]
+    if not wanted:
+        return []
     spaces = MemorySpace.objects.annotate(
         count=Count("notes"), versions=Sum("notes__version"), last=Max("notes__updated_at")
     ).in_bulk([space_id for space_id, _ in wanted])

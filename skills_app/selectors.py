@@ -79,6 +79,8 @@ def skills_selected(session: Any) -> list[Skill]:
     team's: a selection never reaches across teams, whatever it holds."""
     skill_ids = [pk for pk in session.skills or [] if isinstance(pk, int)]
     bundle_ids = [pk for pk in session.bundles or [] if isinstance(pk, int)]
+    if not (skill_ids or bundle_ids):
+        return []  # the ORM would build (and then not run) the query: most sessions pick none
     rows = Skill.objects.filter(team_id=session.team_id).filter(
         Q(pk__in=skill_ids) | Q(bundle_id__in=bundle_ids)
     )
