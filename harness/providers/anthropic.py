@@ -186,7 +186,11 @@ class AnthropicProvider:
             last = turns[-1][1]
             last[-1] = with_field(last[-1], "cache_control", CACHE)
         encoded = [obj([("role", role), ("content", array(blocks))]) for role, blocks in turns]
-        return obj(self._fields(request, system, array(encoded)).items())
+        fields = self._fields(request, system, array(encoded))
+        if "tools" in fields:  # the last tool carries the cache mark when there is no system
+            key = bool(system)
+            fields["tools"] = self._pieces.listed(request.tools, key, fields["tools"])
+        return obj(fields.items())
 
     def _blocks_of(self, message: Message, replay: bool) -> tuple[bytes, ...]:
         replay = replay and isinstance(message, AssistantMessage) and bool(message.provider_details)

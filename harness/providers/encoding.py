@@ -73,6 +73,7 @@ class Pieces:
         self._lock = threading.Lock()
         # Per conversation, by its first message's id (the tuple holds the message, so the
         # id is not reused while kept): the last call's messages, keys and pieces.
+        self._lists: OrderedDict[tuple[Hashable, tuple[int, ...]], tuple[tuple[object, ...], Raw]] = OrderedDict()  # fmt: skip
         self._runs: OrderedDict[int, tuple[tuple[object, ...], tuple[Hashable, ...], list[tuple[bytes, ...]]]] = OrderedDict()  # fmt: skip
 
     def get(
@@ -132,6 +133,23 @@ class Pieces:
             while len(self._runs) > RUNS_KEPT:
                 self._runs.popitem(last=False)
         return list(out)
+
+    def listed(self, items: Sequence[object], key: Hashable, value: Any) -> Raw:
+        """`value` (the JSON of `items`, a request's tools) as encoded, kept by the items'
+        identities and `key`: the same tools on every call of a session are encoded once. The
+        entry holds the items, so their ids are not reused while it is kept."""
+        slot = (key, tuple(map(id, items)))
+        with self._lock:
+            kept = self._lists.get(slot)
+            if kept is not None:
+                self._lists.move_to_end(slot)
+                return kept[1]
+        encoded = Raw(dumps(value))
+        with self._lock:
+            self._lists[slot] = (tuple(items), encoded)
+            while len(self._lists) > RUNS_KEPT:
+                self._lists.popitem(last=False)
+        return encoded
 
     def __len__(self) -> int:
         return len(self._items)

@@ -151,7 +151,10 @@ class OpenAIChatProvider:
         loop_start = tool_loop_start(messages)
         replay = [replays(rule, index, loop_start) for index in range(len(messages))]
         pieces = self._pieces.each(messages, replay, self._piece)  # type: ignore[arg-type]
-        return obj([("messages", array(p[0] for p in pieces)), *self._fields(request).items()])
+        fields: dict[str, Any] = self._fields(request)
+        if "tools" in fields:
+            fields["tools"] = self._pieces.listed(request.tools, None, fields["tools"])
+        return obj([("messages", array(p[0] for p in pieces)), *fields.items()])
 
     def _piece(self, message: Message, replay: bool) -> tuple[bytes, ...]:
         replay = replay and isinstance(message, AssistantMessage) and bool(message.reasoning)

@@ -133,7 +133,10 @@ class OpenAIResponsesProvider:
         rest = messages[1:] if instructions is not None else messages
         each = self._pieces.each(rest, [None] * len(rest), self._items_of)  # type: ignore[arg-type]
         pieces = [piece for items in each for piece in items]
-        return obj(self._fields(request, instructions, array(pieces)).items())
+        fields = self._fields(request, instructions, array(pieces))
+        if "tools" in fields:
+            fields["tools"] = self._pieces.listed(request.tools, None, fields["tools"])
+        return obj(fields.items())
 
     def _items_of(self, message: Message, _: None = None) -> tuple[bytes, ...]:
         model = self.card.model

@@ -9,7 +9,7 @@ The reference is independent of the caches: a fresh provider's `body()` (plain d
 from __future__ import annotations
 
 import json
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from typing import Any
 
 import pytest
@@ -198,3 +198,16 @@ def test_the_next_call_makes_only_its_new_entries_even_recalibrated(monkeypatch)
     grown = view(context_entries(log, fresh=False), 7, cache)  # another calibration
     assert made == [e.seq for e in log[-4:]]
     assert grown.context == view(context_entries(log), 7, None).context
+
+
+@pytest.mark.parametrize("wire", list(WIRES))
+def test_the_tools_are_encoded_once_and_another_set_is_encoded_anew(wire: str) -> None:
+    provider: Any = WIRES[wire]()
+    request = view(context_entries(turn(1, 0)), 0, EntryCache()).context.request(500)
+    assert provider.encoded(request) == reference(request, wire)
+    assert provider.encoded(request) == reference(request, wire)  # the kept encoding
+    fewer = replace(request, tools=request.tools[1:])
+    assert provider.encoded(fewer) == reference(fewer, wire)
+    assert provider.encoded(fewer) != provider.encoded(request)
+    none = replace(request, tools=())
+    assert provider.encoded(none) == reference(none, wire)
