@@ -42,6 +42,7 @@ from sessions_app.schemas import (
     StateOut,
     SummaryEditIn,
     context_meter,
+    entries_out,
     entry_out,
     session_out,
 )
@@ -262,9 +263,8 @@ def entry_list(
     limit: int = Query(100, ge=1, le=500),
 ) -> Any:
     session = selectors.access_session(request.user, session_id)
-    rows, has_more = selectors.entries_page(session.pk, after=after, before=before, limit=limit)
-    cut = selectors.cut_seq(session.pk)
-    return {"entries": [entry_out(row, cut) for row in rows], "has_more": has_more}
+    entries, has_more = entries_out(session.pk, after=after, before=before, limit=limit)
+    return {"entries": entries, "has_more": has_more}
 
 
 @router.post(
@@ -288,9 +288,8 @@ def message_post(
     if wait is None:
         return Status(202, body)
     status = async_to_sync(wait_settled)(session.pk, wait)
-    rows, _ = selectors.entries_page(session.pk, after=before, before=None, limit=500)
-    cut = selectors.cut_seq(session.pk)
-    return Status(200, {**body, "status": status, "entries": [entry_out(r, cut) for r in rows]})
+    entries, _ = entries_out(session.pk, after=before, before=None, limit=500)
+    return Status(200, {**body, "status": status, "entries": entries})
 
 
 @router.get(

@@ -240,6 +240,18 @@ def entry_out(entry: Entry, cut: int) -> dict[str, Any]:
     }
 
 
+def entries_out(
+    session_id: int, *, after: int | None, before: int | None, limit: int
+) -> tuple[list[dict[str, Any]], bool]:
+    """A page of the log (`entries_page`) as the API shows it; the cut, which says what is
+    in context, comes with the page's rows, in the same query."""
+    from sessions_app.selectors import cut_or_first, entries_page
+
+    rows, has_more = entries_page(session_id, after=after, before=before, limit=limit)
+    cut = cut_or_first(rows[0].cut) if rows else 1  # type: ignore[attr-defined]
+    return [entry_out(row, cut) for row in rows], has_more
+
+
 def session_out(
     session: Session,
     context: dict[str, Any],

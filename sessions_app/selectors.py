@@ -10,7 +10,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from django.db import connection
-from django.db.models import Q, QuerySet
+from django.db.models import IntegerField, Q, QuerySet, Subquery
+from django.db.models.fields.json import KeyTextTransform
+from django.db.models.functions import Cast
 from django.http import Http404
 
 from harness.kept import KeptBy
@@ -79,13 +81,17 @@ def presets_visible(user: Any) -> QuerySet[AgentPreset]:
 
 def cut_seq(session_id: int) -> int:
     """The latest boundary's `first_kept_seq`; 1 when the session has never compacted."""
-    boundary = (
-        Entry.objects.filter(session_id=session_id, kind="boundary")
-        .order_by("-seq")
-        .values_list("data", flat=True)
-        .first()
-    )
-    return int(boundary.get("first_kept_seq", 1)) if boundary else 1
+    return cut_or_first(cut_query(session_id).first())
+
+
+def cut_query(session_id: int) -> QuerySet[Entry, Any]:
+    latest = Entry.objects.filter(session_id=session_id, kind="boundary").order_by("-seq")
+    kept = Cast(KeyTextTransform("first_kept_seq", "data"), IntegerField())
+    return latest.values_list(kept, flat=True)[:1]
+
+
+def cut_or_first(cut: Any) -> int:
+    return int(cut) if cut is not None else 1
 
 
 def entries_page(
@@ -94,6 +100,7 @@ def entries_page(
     """A page in ascending seq: the first `limit` after `after`, or else the last `limit`
     before `before`; `has_more` says whether more lie beyond the page in that direction."""
     queryset = Entry.objects.filter(session_id=session_id).select_related("author")
+    queryset = queryset.annotate(cut=Subquery(cut_query(session_id)))
     if after is not None:
         queryset = queryset.filter(seq__gt=after)
     if before is not None:

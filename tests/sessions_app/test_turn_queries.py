@@ -16,10 +16,11 @@ from sessions_app.dispatcher import TurnThread
 pytestmark = pytest.mark.django_db(transaction=True)
 
 # Queries of one plain turn (a user message, one model call, the reply) at HTTP, all threads.
-TURN_QUERIES = 18  # 41 before the turn path was batched, 28 before state and context were read on,
+TURN_QUERIES = 17  # 41 before the turn path was batched, 28 before state and context were read on,
 # 24 before the turn's first state came with its first call's view, 23 before memory and skills
 # read the session's selection once, 22 before the release checked the queue in its own statement,
-# 20 before the setup read the first call's view and a fresh lease was no longer renewed
+# 20 before the setup read the first call's view and a fresh lease was no longer renewed, 18
+# before the page of new entries came with its cut
 
 
 class Queries:
