@@ -16,11 +16,13 @@ from typing import Any
 
 from django.conf import settings
 from django.db import connection
+from django.db.models import QuerySet
 
 from harness.kept import KeptBy
 from harness.messages import LogEntry
 from harness.state import VERSION as STATE_VERSION
 from harness.state import SessionState, changes_state, deserialise, durable, fold, serialise
+from horsie_site import compiled
 from sessions_app import events
 from sessions_app.models import ArmedTimer, Entry, QueuedInput, Snapshot
 
@@ -67,11 +69,7 @@ def state_now(session_id: int) -> SessionState:
     kept = _KEPT.get((str(connection.settings_dict["NAME"]), session_id))
     with kept.lock:
         if kept.state is not None:
-            rows = list(
-                Entry.objects.filter(session_id=session_id, seq__gte=kept.state.seq)
-                .order_by("seq")
-                .values_list("seq", "kind", "data", "id", "created_at")
-            )
+            rows = state_tail(session_id, kept.state.seq)
             if rows and rows[0][0] == kept.state.seq and rows[0][3:] == kept.mark:
                 new = (LogEntry(seq=seq, kind=kind, data=data) for seq, kind, data, *_ in rows[1:])
                 kept.state, kept.mark = fold(new, kept.state), rows[-1][3:]
@@ -90,9 +88,15 @@ def state_after(session_id: int, known: SessionState | None) -> SessionState:
     """
     if known is None:
         return state_now(session_id)
-    rows = Entry.objects.filter(session_id=session_id, seq__gt=known.seq).order_by("seq")
-    entries = rows.values_list("seq", "kind", "data")
-    return fold((LogEntry(seq=seq, kind=kind, data=data) for seq, kind, data in entries), known)
+    entries = state_tail(session_id, known.seq + 1)
+    return fold((LogEntry(seq=seq, kind=kind, data=data) for seq, kind, data, *_ in entries), known)
+
+
+@compiled.select(int, int)
+def state_tail(session_id: int, seq: int) -> QuerySet[Entry, tuple[Any, ...]]:
+    """The entries from `seq` on, as the state reads on: what folding needs, and which row."""
+    rows = Entry.objects.filter(session_id=session_id, seq__gte=seq).order_by("seq")
+    return rows.values_list("seq", "kind", "data", "id", "created_at")
 
 
 def state_json(state: SessionState, snapshot_seq: int | None) -> dict[str, Any]:

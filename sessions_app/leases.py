@@ -10,12 +10,14 @@ exactly whether it inherits an interrupted turn.
 from __future__ import annotations
 
 import secrets
-from datetime import timedelta
+from datetime import datetime, timedelta
+from typing import Any
 
 from django.conf import settings
-from django.db.models import Exists, OuterRef, Q
+from django.db.models import Exists, OuterRef, Q, QuerySet
 from django.utils import timezone
 
+from horsie_site import compiled
 from sessions_app.models import QueuedInput, Session
 
 
@@ -25,35 +27,54 @@ def lease_seconds() -> int:
 
 def lease_take(session_id: int) -> str | None:
     """Take the lease if it is free; the caller then owns the session's turn."""
-    return lease_grab(session_id, Q(lease_owner__isnull=True))
+    return lease_granted(take_free, session_id)
 
 
 def lease_take_over(session_id: int) -> str | None:
     """Take the lease from a runner whose lease expired (it died, or hung past renewing)."""
-    return lease_grab(session_id, Q(lease_owner__isnull=False, lease_expires_at__lt=timezone.now()))
+    return lease_granted(take_expired, session_id)
 
 
-def lease_grab(session_id: int, free: Q) -> str | None:
+def lease_granted(
+    grab: compiled.Update[[str, datetime, datetime, int]], session_id: int
+) -> str | None:
     now = timezone.now()
     token = secrets.token_hex(16)
-    taken = (
-        Session.objects.filter(pk=session_id)
-        .filter(free)
-        .update(
-            lease_owner=token,
-            lease_expires_at=now + timedelta(seconds=lease_seconds()),
-            status="running",
-            updated_at=now,
-        )
-    )
+    taken = grab(token, now + timedelta(seconds=lease_seconds()), now, session_id)
     return token if taken else None
 
 
+def grabbed(free: Q, token: str, expires: datetime, now: datetime, session_id: int) -> Grab:
+    taken = {
+        "lease_owner": token,
+        "lease_expires_at": expires,
+        "status": "running",
+        "updated_at": now,
+    }
+    return Session.objects.filter(free, pk=session_id), taken
+
+
+Grab = tuple[QuerySet[Session], dict[str, Any]]
+
+
+@compiled.update(str, datetime, datetime, int)
+def take_free(token: str, expires: datetime, now: datetime, session_id: int) -> Grab:
+    return grabbed(Q(lease_owner__isnull=True), token, expires, now, session_id)
+
+
+@compiled.update(str, datetime, datetime, int)
+def take_expired(token: str, expires: datetime, now: datetime, session_id: int) -> Grab:
+    expired = Q(lease_owner__isnull=False, lease_expires_at__lt=now)
+    return grabbed(expired, token, expires, now, session_id)
+
+
 def lease_renew(session_id: int, token: str) -> bool:
-    expires = timezone.now() + timedelta(seconds=lease_seconds())
-    return bool(
-        Session.objects.filter(pk=session_id, lease_owner=token).update(lease_expires_at=expires)
-    )
+    return bool(renew(timezone.now() + timedelta(seconds=lease_seconds()), session_id, token))
+
+
+@compiled.update(datetime, int, str)
+def renew(expires: datetime, session_id: int, token: str) -> Grab:
+    return Session.objects.filter(pk=session_id, lease_owner=token), {"lease_expires_at": expires}
 
 
 def lease_release(
@@ -63,14 +84,25 @@ def lease_release(
     `unless_queued`, only while no input is queued for the session, in the same statement:
     input queued before it keeps the lease with its holder, and input queued after it finds
     the lease free for its poster to take."""
-    held = Session.objects.filter(pk=session_id, lease_owner=token)
-    if unless_queued:
-        held = held.filter(~Exists(QueuedInput.objects.filter(session_id=OuterRef("pk"))))
-    return bool(
-        held.update(
-            lease_owner=None, lease_expires_at=None, status=status, updated_at=timezone.now()
-        )
-    )
+    release = release_unless_queued if unless_queued else release_held
+    return bool(release(status, timezone.now(), session_id, token))
+
+
+def released(status: str, now: datetime, session_id: int, token: str) -> Grab:
+    values = {"lease_owner": None, "lease_expires_at": None, "status": status, "updated_at": now}
+    return Session.objects.filter(pk=session_id, lease_owner=token), values
+
+
+@compiled.update(str, datetime, int, str)
+def release_held(status: str, now: datetime, session_id: int, token: str) -> Grab:
+    return released(status, now, session_id, token)
+
+
+@compiled.update(str, datetime, int, str)
+def release_unless_queued(status: str, now: datetime, session_id: int, token: str) -> Grab:
+    held, values = released(status, now, session_id, token)
+    queued = QueuedInput.objects.filter(session_id=OuterRef("pk"))
+    return held.filter(~Exists(queued)), values
 
 
 def lease_is_live(session: Session) -> bool:

@@ -17,7 +17,9 @@ from django.http import Http404
 
 from harness.kept import KeptBy
 from harness.messages import LogEntry
+from horsie_site import compiled
 from sessions_app.models import AgentPreset, Entry, ModelCard, Session
+from teams_app.models import Team
 from teams_app.selectors import teams_of
 
 FAILURES = (  # notice codes that mean the last turn did not get its answer
@@ -55,8 +57,22 @@ def access_preset(user: Any, pk: Any) -> AgentPreset:
 
 
 def access_session(user: Any, pk: Any) -> Session:
-    queryset = Session.objects.filter(team__in=teams_of(user)).select_related("model", "team")
-    return _one(queryset, pk, "session")
+    """The session, with its card and team, when `user` is on its team; else 404. Every
+    page, operation and socket that touches a session asks here first."""
+    try:
+        session_id = int(pk)
+    except (ValueError, TypeError):
+        raise Http404("No such session.") from None
+    rows = visible_session(user.pk, session_id) if user.is_authenticated else []
+    if len(rows) != 1:
+        raise Http404("No such session.")
+    return rows[0]
+
+
+@compiled.select(int, int)
+def visible_session(user_id: int, session_id: int) -> QuerySet[Session]:
+    teams = Team.objects.filter(membership__user_id=user_id)
+    return Session.objects.filter(team__in=teams, pk=session_id).select_related("model", "team")
 
 
 def sessions_visible(user: Any, *, team: Any = None, q: str = "") -> QuerySet[Session]:
@@ -176,11 +192,7 @@ class KeptContext:
     def read_on(self, session_id: int) -> list[LogEntry]:
         if self.last is not None:
             seq, pk, created = self.last
-            rows = list(
-                Entry.objects.filter(session_id=session_id, seq__gte=seq)
-                .order_by("seq")
-                .values_list(*ROW_FIELDS, "id", "created_at")
-            )
+            rows = context_tail(session_id, seq)
             same_log = bool(rows) and rows[0][0] == seq and rows[0][5:] == (pk, created)
             if same_log and not any(row[1] == "boundary" for row in rows[1:]):
                 if len(rows) > 1:
@@ -197,6 +209,13 @@ class KeptContext:
         if mark is not None:
             self.entries = [e for e in self.entries if e.seq <= mark[0]]
         return self.entries
+
+
+@compiled.select(int, int)
+def context_tail(session_id: int, seq: int) -> QuerySet[Entry, tuple[Any, ...]]:
+    """The entries from `seq` on, as the kept context reads on."""
+    rows = Entry.objects.filter(session_id=session_id, seq__gte=seq).order_by("seq")
+    return rows.values_list(*ROW_FIELDS, "id", "created_at")
 
 
 _KEPT: KeptBy[KeptContext] = KeptBy(KeptContext)

@@ -15,11 +15,13 @@ from typing import Any
 
 from django.conf import settings
 from django.db import connection, transaction
+from django.db.models import QuerySet
 from django.utils import timezone
 
 from harness import commands, loop
 from harness.ports import LeaseLost
 from harness.state import token_count
+from horsie_site import compiled
 from horsie_site.inputs import SEQ_MAX, text_problem
 from sessions_app import events, outbox
 from sessions_app.commands import registry_of
@@ -388,8 +390,7 @@ def inputs_enter_log(
     entered: dict[int, int] = {}
     needs_turn = False
     with transaction.atomic():
-        queued = QueuedInput.objects.filter(session_id=session_id).select_related("author")
-        rows = list(queued.select_for_update(of=("self",)))
+        rows = queued_now(session_id)
         for row in [*rows, *([direct] if direct is not None else [])]:
             entry, wants_turn = input_append(session_id, row)
             entered[row.pk or DIRECT] = entry.seq
@@ -397,6 +398,13 @@ def inputs_enter_log(
             if row.pk:
                 row.delete()
     return entered, needs_turn
+
+
+@compiled.select(int)
+def queued_now(session_id: int) -> QuerySet[QueuedInput]:
+    """The session's queued input, locked for the lease holder to move into the log."""
+    queued = QueuedInput.objects.filter(session_id=session_id).select_related("author")
+    return queued.select_for_update(of=("self",)).order_by("id")
 
 
 def input_append(session_id: int, row: QueuedInput) -> tuple[Entry, bool]:

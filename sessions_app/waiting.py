@@ -10,7 +10,9 @@ import asyncio
 import contextlib
 
 from channels.db import database_sync_to_async
+from django.db.models import QuerySet
 
+from horsie_site import compiled
 from sessions_app.events import events_layer, group_name
 from sessions_app.models import Session
 
@@ -18,7 +20,12 @@ SETTLED = ("idle", "waiting")
 
 
 def status_now(session_id: int) -> str:
-    return Session.objects.values_list("status", flat=True).get(pk=session_id)
+    return str(status_of(session_id)[0][0])
+
+
+@compiled.select(int)
+def status_of(session_id: int) -> QuerySet[Session, tuple[str]]:
+    return Session.objects.filter(pk=session_id).values_list("status")
 
 
 async def wait_settled(session_id: int, seconds: float) -> str:

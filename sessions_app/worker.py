@@ -17,12 +17,13 @@ from typing import Any
 
 from channels.consumer import AsyncConsumer
 from django.conf import settings
+from django.db.models import QuerySet
 
 from harness.compaction.runner import fork_summary
 from harness.loop import drive
 from harness.ports import LeaseLost
 from harness.runtime import Deps, SessionView, TurnConfig
-from horsie_site import wiring
+from horsie_site import compiled, wiring
 from memory_app.stores import OrmMemorySource
 from sessions_app.branching import fork_boundary_append
 from sessions_app.events import ChannelEvents
@@ -45,10 +46,15 @@ class Setup:
     subagent: bool  # its answer goes to its parent when its run is over
 
 
+@compiled.select(int)
+def session_with_card(session_id: int) -> QuerySet[Session]:
+    return Session.objects.select_related("model").filter(pk=session_id)
+
+
 def turn_setup(session_id: int, lease: str) -> Setup:
     """Everything a runner needs from the database before its first call, in one hop: with
     the first call's view, unless a fork's summary is still to be written first."""
-    session = Session.objects.select_related("model").get(pk=session_id)
+    session = session_with_card(session_id)[0]
     store = OrmTranscriptStore(lease)
     fork_pending = session.kind == "fork" and session.last_seq == 0
     if not fork_pending:
