@@ -1,6 +1,7 @@
 """HTTP, websockets and the turn-worker channel, wired in one ordered place.
 
-Django's ASGI application is built before anything imports consumers or models. Every
+Django's ASGI application (its handler, with request threads kept for reuse) is built before
+anything imports consumers or models. Every
 process that loads this module (`daphne`, `manage.py runworker`) also runs the scheduler and
 warms the providers' SDKs, so the first turn it serves costs what the tenth does.
 """
@@ -10,10 +11,14 @@ from __future__ import annotations
 import gc
 import os
 
-from django.core.asgi import get_asgi_application
+import django
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "horsie_site.settings")
-django_asgi_app = get_asgi_application()
+django.setup(set_prefix=False)  # what get_asgi_application() does, for a handler of our own
+
+from horsie_site.request_threads import PooledASGIHandler  # noqa: E402
+
+django_asgi_app = PooledASGIHandler()
 
 from channels.routing import ChannelNameRouter, ProtocolTypeRouter, URLRouter  # noqa: E402
 from django.conf import settings  # noqa: E402

@@ -43,6 +43,7 @@ from sessions_app.schemas import (
     SummaryEditIn,
     context_meter,
     entries_out,
+    entries_since_out,
     entry_out,
     session_out,
 )
@@ -288,7 +289,7 @@ def message_post(
     if wait is None:
         return Status(202, body)
     status = async_to_sync(wait_settled)(session.pk, wait)
-    entries, _ = entries_out(session.pk, after=before, before=None, limit=500)
+    entries, _ = entries_since_out(session.pk, before)
     return Status(200, {**body, "status": status, "entries": entries})
 
 

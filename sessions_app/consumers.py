@@ -22,11 +22,9 @@ from channels.generic.websocket import AsyncJsonWebsocketConsumer
 from horsie_site.inputs import SEQ_MAX, bounded_int
 from sessions_app.events import EVENTS, group_name, stream_in_flight
 from sessions_app.journal import state_json, state_load
-from sessions_app.schemas import entries_out
+from sessions_app.schemas import entries_since_out
 from sessions_app.watching import may_watch, still_allowed
 from teams_app.websocket import CLOSE_NOT_FOUND, CLOSE_UNAUTHORIZED
-
-CATCH_UP_PAGE = 500
 
 
 def query_int(scope: dict[str, Any], name: str) -> int | None:
@@ -36,7 +34,7 @@ def query_int(scope: dict[str, Any], name: str) -> int | None:
 
 @database_sync_to_async
 def catch_up_page(session_id: int, after: int) -> tuple[list[dict[str, Any]], bool]:
-    return entries_out(session_id, after=after, before=None, limit=CATCH_UP_PAGE)
+    return entries_since_out(session_id, after)
 
 
 @database_sync_to_async

@@ -245,9 +245,21 @@ def entries_out(
 ) -> tuple[list[dict[str, Any]], bool]:
     """A page of the log (`entries_page`) as the API shows it; the cut, which says what is
     in context, comes with the page's rows, in the same query."""
-    from sessions_app.selectors import cut_or_first, entries_page
+    from sessions_app.selectors import entries_page
 
-    rows, has_more = entries_page(session_id, after=after, before=before, limit=limit)
+    return page_out(*entries_page(session_id, after=after, before=before, limit=limit))
+
+
+def entries_since_out(session_id: int, after: int) -> tuple[list[dict[str, Any]], bool]:
+    """`entries_out` of the entries after `after` (`entries_since`)."""
+    from sessions_app.selectors import entries_since
+
+    return page_out(*entries_since(session_id, after))
+
+
+def page_out(rows: list[Entry], has_more: bool) -> tuple[list[dict[str, Any]], bool]:
+    from sessions_app.selectors import cut_or_first
+
     cut = cut_or_first(rows[0].cut) if rows else 1  # type: ignore[attr-defined]
     return [entry_out(row, cut) for row in rows], has_more
 

@@ -115,8 +115,7 @@ def entries_page(
 ) -> tuple[list[Entry], bool]:
     """A page in ascending seq: the first `limit` after `after`, or else the last `limit`
     before `before`; `has_more` says whether more lie beyond the page in that direction."""
-    queryset = Entry.objects.filter(session_id=session_id).select_related("author")
-    queryset = queryset.annotate(cut=Subquery(cut_query(session_id)))
+    queryset = with_cut(session_id)
     if after is not None:
         queryset = queryset.filter(seq__gt=after)
     if before is not None:
@@ -126,6 +125,27 @@ def entries_page(
         return rows[:limit][::-1], len(rows) > limit
     rows = list(queryset.order_by("seq")[: limit + 1])
     return rows[:limit], len(rows) > limit
+
+
+def with_cut(session_id: int) -> QuerySet[Entry]:
+    """The session's entries with their authors, each with the latest cut (`cut`)."""
+    queryset = Entry.objects.filter(session_id=session_id).select_related("author")
+    return queryset.annotate(cut=Subquery(cut_query(session_id)))
+
+
+NEW_PAGE = 500  # entries since a seq, at most, in one answer
+
+
+def entries_since(session_id: int, after: int) -> tuple[list[Entry], bool]:
+    """What a watcher or a waiting poster has not seen: `entries_page` after `after`, one
+    page of `NEW_PAGE`, from a statement compiled once (it is read on every turn)."""
+    rows = new_entries(session_id, after)
+    return rows[:NEW_PAGE], len(rows) > NEW_PAGE
+
+
+@compiled.select(int, int)
+def new_entries(session_id: int, after: int) -> QuerySet[Entry]:
+    return with_cut(session_id).filter(seq__gt=after).order_by("seq")[: NEW_PAGE + 1]
 
 
 Row = tuple[int, str, str, dict[str, Any], int | None]

@@ -35,7 +35,7 @@ from sessions_app.ui_subagents import ChildWatches
 from sessions_app.views import DETAIL, chart_of, failure_of, shown, transcript_marks
 from teams_app.websocket import CLOSE_NOT_FOUND
 
-CATCH_UP_PAGE = 200  # rendered entries a frame (the JSON socket sends rows, 500 a page)
+CATCH_UP_PAGE = 200  # rendered entries a frame (the JSON socket sends rows: NEW_PAGE a page)
 # Entries after which the meter, the failure banner, the memory panel and the chart change.
 MOVES_METER = ("assistant", "boundary", "notice")
 
