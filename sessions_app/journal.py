@@ -74,11 +74,24 @@ def state_now(session_id: int) -> SessionState:
                 new = (LogEntry(seq=seq, kind=kind, data=data) for seq, kind, data, *_ in rows[1:])
                 kept.state, kept.mark = fold(new, kept.state), rows[-1][3:]
                 return kept.state
-        state, _ = state_load(session_id)
-        end = Entry.objects.filter(session_id=session_id, seq=state.seq)
-        mark = end.values_list("id", "created_at").first() if state.seq else None
+        snapshots = latest_snapshot(session_id)
+        base = deserialise(snapshots[0][1]) if snapshots else None
+        rows = state_tail(session_id, snapshots[0][0] + 1 if snapshots else 1)
+        state = fold(
+            (LogEntry(seq=seq, kind=kind, data=data) for seq, kind, data, *_ in rows), base
+        )
+        mark = rows[-1][3:] if rows else None
+        if mark is None and state.seq:  # nothing after the snapshot: its own entry marks it
+            end = Entry.objects.filter(session_id=session_id, seq=state.seq)
+            mark = end.values_list("id", "created_at").first()
         kept.state, kept.mark = (state, tuple(mark)) if mark else (None, None)
         return state
+
+
+@compiled.select(int)
+def latest_snapshot(session_id: int) -> QuerySet[Snapshot, tuple[int, Any]]:
+    snapshots = Snapshot.objects.filter(session_id=session_id).order_by("-seq")
+    return snapshots.values_list("seq", "data")[:1]
 
 
 def state_after(session_id: int, known: SessionState | None) -> SessionState:

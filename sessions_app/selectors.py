@@ -157,20 +157,42 @@ def context_rows(session_id: int, upto: int | None = None) -> list[Row]:
     from its cut on (the log as it was at `upto`, when given). Two indexed queries, however
     long the log: this runs before every model call. Plain tuples, no author join.
     """
-    log = Entry.objects.filter(session_id=session_id)
-    if upto is not None:
-        log = log.filter(seq__lte=upto)
-    boundary: Row | None = (
-        log.filter(kind="boundary").order_by("-seq").values_list(*ROW_FIELDS).first()
-    )
-    cut = int(boundary[3].get("first_kept_seq", 1)) if boundary else 1
-    rows: list[Row] = list(
-        log.filter(seq__gte=cut, kind__in=MODEL_VISIBLE).order_by("seq").values_list(*ROW_FIELDS)
-    )
+    if upto is None:  # the log's end, before every model call: statements compiled once
+        boundaries = latest_boundary(session_id)
+        boundary: Row | None = boundaries[0] if boundaries else None
+        rows = visible_from(session_id, cut_of(boundary))
+    else:
+        log = Entry.objects.filter(session_id=session_id, seq__lte=upto)
+        boundary = log.filter(kind="boundary").order_by("-seq").values_list(*ROW_FIELDS).first()
+        visible = log.filter(seq__gte=cut_of(boundary), kind__in=MODEL_VISIBLE)
+        rows = list(visible.order_by("seq").values_list(*ROW_FIELDS))
     if boundary is None:
         return rows
     after = [row for row in rows if row[0] > boundary[0]]
     return [row for row in rows if row[0] < boundary[0]] + [boundary] + after
+
+
+def cut_of(boundary: Row | None) -> int:
+    return int(boundary[3].get("first_kept_seq", 1)) if boundary else 1
+
+
+@compiled.select(int)
+def latest_boundary(session_id: int) -> QuerySet[Entry, Row]:
+    latest = Entry.objects.filter(session_id=session_id, kind="boundary").order_by("-seq")
+    return latest.values_list(*ROW_FIELDS)[:1]
+
+
+@compiled.select(int, int)
+def visible_from(session_id: int, cut: int) -> QuerySet[Entry, Row]:
+    visible = Entry.objects.filter(session_id=session_id, seq__gte=cut, kind__in=MODEL_VISIBLE)
+    return visible.order_by("seq").values_list(*ROW_FIELDS)
+
+
+@compiled.select(int)
+def last_mark(session_id: int) -> QuerySet[Entry, tuple[int, int, Any]]:
+    """The last entry's seq, id and time: which log the kept context belongs to."""
+    last = Entry.objects.filter(session_id=session_id).order_by("-seq")
+    return last.values_list("seq", "id", "created_at")[:1]
 
 
 def is_in_context(entry: Entry, cut: int) -> bool:
@@ -220,8 +242,8 @@ class KeptContext:
                     self.entries = self.entries + new
                     self.last = rows[-1][0], rows[-1][5], rows[-1][6]
                 return self.entries
-        last = Entry.objects.filter(session_id=session_id).order_by("-seq")
-        mark = last.values_list("seq", "id", "created_at").first()
+        marks = last_mark(session_id)
+        mark = marks[0] if marks else None
         self.entries = [row_entry(row) for row in context_rows(session_id)]
         # Read after the mark: an entry appended in between is read again next time (the
         # kept entries may already hold it, so the next read compares, never duplicates).
