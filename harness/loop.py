@@ -31,6 +31,7 @@ from harness.messages import (
     TextDelta,
     ToolCall,
 )
+from harness.ports import AppendsLast
 from harness.prompt_count import trigger_view
 from harness.providers.base import ProviderError
 from harness.providers.overflow import read_overflow
@@ -154,7 +155,11 @@ async def call_model(
             config, deps, "provider_error", f"The model call failed: {error}", error=error.code
         )
         return None
-    entry = await deps.store.append(
+    # A reply that calls no tool ends the turn: a store that can reaches the boundary with it.
+    store = deps.store
+    last = isinstance(store, AppendsLast) and not response.tool_calls
+    append = store.append_last if last and isinstance(store, AppendsLast) else store.append
+    entry = await append(
         config.session_id,
         kind="assistant",
         content=response.text,

@@ -9,7 +9,7 @@ loop never blocks on I/O, whatever is behind it.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, Protocol, runtime_checkable
 
 from harness.messages import EntryKind, LogEntry
 from harness.state import SessionState
@@ -54,6 +54,23 @@ class TranscriptStore(Protocol):
     async def keep_alive(self, session_id: int) -> None:
         """Renew the turn lease; raises `LeaseLost` when another runner has taken it."""
         ...
+
+
+@runtime_checkable
+class AppendsLast(Protocol):
+    """A store that appends a turn's last entry (a reply that calls no tool) and reaches the
+    turn boundary in the same trip (the ORM's: one hop to a database thread, not two); the
+    `next_turn` that follows answers from what that trip found."""
+
+    async def append_last(
+        self,
+        session_id: int,
+        *,
+        kind: EntryKind,
+        content: str = "",
+        data: Mapping[str, Any] | None = None,
+        tokens: int | None = None,
+    ) -> LogEntry: ...
 
 
 class LeaseLost(Exception):

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import functools
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -25,6 +26,10 @@ from sessions_app.selectors import ROW_FIELDS, context_entries_now, row_entry
 from sessions_app.services import entry_append, turn_boundary
 from sessions_app.threads import db
 from skills_app.stores import OrmSkillSource, skills_now
+
+
+def raise_(error: Exception) -> None:
+    raise error
 
 
 def log_entry(row: Entry) -> LogEntry:
@@ -63,6 +68,7 @@ class OrmTranscriptStore:
         self.known: dict[int, SessionState] = {}  # the state last read, to read on from
         self.held_until = 0.0  # monotonic: the lease is surely this runner's until then
         self.ahead: dict[int, ViewReads] = {}  # the first call's view, read with the setup
+        self.boundary: dict[int, Callable[[], str | None]] = {}  # reached with the last entry
 
     async def context_entries(self, session_id: int) -> Sequence[LogEntry]:
         return await db(context_entries_now)(session_id)
@@ -85,6 +91,37 @@ class OrmTranscriptStore:
             tokens=tokens,
             lease=self.lease,
         )
+        return log_entry(row)
+
+    async def append_last(
+        self,
+        session_id: int,
+        *,
+        kind: EntryKind,
+        content: str = "",
+        data: Mapping[str, Any] | None = None,
+        tokens: int | None = None,
+    ) -> LogEntry:
+        """`append`, then the turn boundary, on the same database trip. The entry stands
+        whatever the boundary does: its outcome (or its failure) is what `next_turn` says."""
+        self.ahead.pop(session_id, None)
+
+        def appended_then_boundary() -> tuple[Entry, Callable[[], str | None]]:
+            row = entry_append(
+                session_id=session_id,
+                kind=kind,
+                content=content,
+                data=data,
+                tokens=tokens,
+                lease=self.lease,
+            )
+            try:
+                lease = turn_boundary(session_id, self.lease)
+            except Exception as error:
+                return row, functools.partial(raise_, error)
+            return row, lambda: lease
+
+        row, self.boundary[session_id] = await db(appended_then_boundary)()
         return log_entry(row)
 
     def read_ahead(self, session: Session) -> None:
@@ -159,7 +196,8 @@ class OrmTranscriptStore:
 
     async def next_turn(self, session_id: int) -> bool:
         self.ahead.pop(session_id, None)
-        lease = await db(turn_boundary)(session_id, self.lease)
+        reached = self.boundary.pop(session_id, None)
+        lease = reached() if reached else await db(turn_boundary)(session_id, self.lease)
         if lease is None:
             return False
         self.lease = lease

@@ -181,3 +181,23 @@ async def test_every_model_call_renews_the_lease_first_and_a_lost_one_stops_the_
     with pytest.raises(LeaseLost):
         await run_turn(config, deps)
     assert len(provider.requests) == 2  # the third call was never made
+
+
+async def test_a_store_that_appends_last_gets_the_turns_final_reply_that_way():
+    class LastAware(MemoryStore):
+        def __init__(self):
+            super().__init__()
+            self.last: list[str] = []
+
+        async def append_last(self, session_id, **fields):
+            self.last.append(fields["content"])
+            return await self.append(session_id, **fields)
+
+    echo = ("c1", "echo", json.dumps({"text": "x"}))
+    _, provider, _, config = setup(reply("Echoing.", echo), reply("Done."))
+    store = LastAware()
+    await store.append(1, kind="user", content="hi")
+    deps = Deps(store=store, events=RecordingEvents(), provider=provider, tools={"echo": Echo()})
+    assert await run_turn(config, deps) == "reply"
+    assert store.last == ["Done."]  # the reply that called a tool was a plain append
+    assert [e.kind for e in store.entries] == ["user", "assistant", "tool_result", "assistant"]

@@ -1,13 +1,17 @@
 """The turn boundary gives the lease back in one statement that holds only while nothing is
-queued: input queued at any moment of the release is never left waiting for a next message."""
+queued: input queued at any moment of the release is never left waiting for a next message.
+A turn's last reply reaches the boundary on its own database trip."""
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
-from sessions_app import services
+from sessions_app import services, stores
 from sessions_app.leases import lease_take
 from sessions_app.models import Entry, QueuedInput, Session
+from sessions_app.stores import OrmTranscriptStore
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -58,3 +62,39 @@ def test_a_lost_lease_is_not_released_and_nothing_is_said(session, monkeypatch):
     assert services.turn_boundary(session.pk, "not-the-holder") is None
     assert held(session.pk)[1] == "running"
     assert said == []
+
+
+def test_the_last_reply_and_the_boundary_take_one_trip(session, monkeypatch):
+    lease = lease_take(session.pk)
+    store = OrmTranscriptStore(lease)
+    asyncio.run(store.append_last(session.pk, kind="assistant", content="Done."))
+    assert held(session.pk) == (None, "idle")  # released with the reply
+    again = []
+    monkeypatch.setattr(stores, "turn_boundary", lambda *args: again.append(args))
+    assert asyncio.run(store.next_turn(session.pk)) is False
+    assert again == []  # the boundary was reached already, on the reply's trip
+
+
+def test_input_queued_before_the_last_reply_runs_next(session, personas):
+    lease = lease_take(session.pk)
+    store = OrmTranscriptStore(lease)
+    QueuedInput.objects.create(session=session, text="and then?", author=personas["alice"][0])
+    asyncio.run(store.append_last(session.pk, kind="assistant", content="Done."))
+    assert asyncio.run(store.next_turn(session.pk)) is True
+    assert held(session.pk) == (lease, "running")
+    kinds = list(Entry.objects.filter(session=session).values_list("kind", flat=True))
+    assert kinds[-2:] == ["assistant", "user"]
+
+
+def test_a_boundary_that_fails_keeps_the_reply_and_fails_the_next_turn(session, monkeypatch):
+    lease = lease_take(session.pk)
+    store = OrmTranscriptStore(lease)
+
+    def broken(session_id, lease):
+        raise RuntimeError("the boundary broke")
+
+    monkeypatch.setattr(stores, "turn_boundary", broken)
+    entry = asyncio.run(store.append_last(session.pk, kind="assistant", content="Done."))
+    assert Entry.objects.filter(session=session, seq=entry.seq, content="Done.").exists()
+    with pytest.raises(RuntimeError, match="the boundary broke"):
+        asyncio.run(store.next_turn(session.pk))
