@@ -83,7 +83,17 @@ class OrmTranscriptStore:
         tokens: int | None = None,
     ) -> LogEntry:
         self.ahead.pop(session_id, None)
-        row = await db(entry_append)(
+        return log_entry(await db(self.appended)(session_id, kind, content, data, tokens))
+
+    def appended(
+        self,
+        session_id: int,
+        kind: EntryKind,
+        content: str,
+        data: Mapping[str, Any] | None,
+        tokens: int | None,
+    ) -> Entry:
+        return entry_append(
             session_id=session_id,
             kind=kind,
             content=content,
@@ -91,7 +101,6 @@ class OrmTranscriptStore:
             tokens=tokens,
             lease=self.lease,
         )
-        return log_entry(row)
 
     async def append_last(
         self,
@@ -107,14 +116,7 @@ class OrmTranscriptStore:
         self.ahead.pop(session_id, None)
 
         def appended_then_boundary() -> tuple[Entry, Callable[[], str | None]]:
-            row = entry_append(
-                session_id=session_id,
-                kind=kind,
-                content=content,
-                data=data,
-                tokens=tokens,
-                lease=self.lease,
-            )
+            row = self.appended(session_id, kind, content, data, tokens)
             try:
                 lease = turn_boundary(session_id, self.lease)
             except Exception as error:
