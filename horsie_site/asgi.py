@@ -3,7 +3,8 @@
 Django's ASGI application (its handler, with request threads kept for reuse) is built before
 anything imports consumers or models. Every
 process that loads this module (`daphne`, `manage.py runworker`) also runs the scheduler and
-warms the providers' SDKs, so the first turn it serves costs what the tenth does.
+warms the providers' SDKs and compiles the hot queries, so the first turn it serves costs what
+the tenth does.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import django
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "horsie_site.settings")
 django.setup(set_prefix=False)  # what get_asgi_application() does, for a handler of our own
 
+from horsie_site import compiled  # noqa: E402
 from horsie_site.request_threads import PooledASGIHandler  # noqa: E402
 
 django_asgi_app = PooledASGIHandler()
@@ -52,3 +54,4 @@ if settings.HORSIE["SCHEDULER"]:
     Scheduler.start()  # timers and takeovers, in every daphne and runworker process
 if settings.HORSIE["WARM"]:
     warm(delay=1.0)  # on a thread of its own, once serving: the SDKs' one-time costs
+    compiled.compile_soon(delay=1.0)  # and the hot queries' SQL

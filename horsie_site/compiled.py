@@ -20,6 +20,8 @@ runs once, with markers.
 from __future__ import annotations
 
 import copy
+import logging
+import threading
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any, Generic, ParamSpec, TypeVar, cast
@@ -27,6 +29,7 @@ from typing import Any, Generic, ParamSpec, TypeVar, cast
 from django.db import DEFAULT_DB_ALIAS, connections, transaction
 from django.db.models import QuerySet, sql
 
+log = logging.getLogger(__name__)
 P = ParamSpec("P")
 R = TypeVar("R")
 INT_MARK = 2_147_480_000  # within a 32-bit column, as the ORM checks; no constant of ours
@@ -64,12 +67,14 @@ class Compiled:
 
 
 class Statement(Generic[P, R]):
-    """A statement built by `build`, compiled per database on first use."""
+    """A statement built by `build`, compiled per database on first use (or by
+    `compile_all`, at a process's start)."""
 
     def __init__(self, build: Callable[P, Any], kinds: tuple[type, ...]) -> None:
         self.build = build
         self.kinds = kinds
         self.kept: dict[tuple[str, str], Compiled] = {}
+        STATEMENTS.append(self)
 
     def compiled(self, connection: Any) -> Compiled:
         key = (connection.alias, str(connection.settings_dict["NAME"]))
@@ -152,6 +157,47 @@ def update(
     """`@update(int, datetime)` over a function returning `(queryset, values)`: calling it
     runs `queryset.update(**values)` from SQL compiled once, and returns the rows changed."""
     return lambda build: Update(build, kinds)
+
+
+STATEMENTS: list[Statement[Any, Any]] = []
+
+
+def compile_all() -> int:
+    """Compile every statement for the default database now, with the URLconf (and so every
+    module that defines one) imported first: at a process's start, off any request, so its
+    first turn does not pay for them. Returns how many compiled; one that fails is logged
+    and left to fail where it is used."""
+    from django.urls import get_resolver
+
+    get_resolver().url_patterns  # noqa: B018  (imports the views, the APIs and their queries)
+    connection = connections[DEFAULT_DB_ALIAS]
+    done = 0
+    try:
+        for statement in list(STATEMENTS):
+            try:
+                statement.compiled(connection)
+                done += 1
+            except Exception:
+                log.exception("a statement could not be compiled: %s", statement.build)
+    finally:
+        connection.close()
+    return done
+
+
+def compile_soon(delay: float) -> threading.Timer:
+    """`compile_all` on a daemon thread after `delay` seconds; a failure is only logged (the
+    statements then compile on first use, as they would anyway)."""
+
+    def run() -> None:
+        try:
+            log.info("%d statements compiled", compile_all())
+        except Exception:
+            log.exception("statements could not be compiled ahead")
+
+    timer = threading.Timer(delay, run)
+    timer.name, timer.daemon = "horsie-compile", True
+    timer.start()
+    return timer
 
 
 def mark(kind: type, index: int) -> Any:

@@ -96,3 +96,14 @@ def test_a_value_equal_to_a_marker_is_sent_as_any_other(logged):
     assert touched(stamp, logged.pk, timezone.now() + timedelta(days=1)) == 1
     assert Session.objects.get(pk=logged.pk).updated_at == stamp
     assert touched(timezone.now(), logged.pk, stamp + timedelta(seconds=1)) == 1
+
+
+def test_compile_all_compiles_every_statement_the_turn_uses_ahead():
+    from django.db import connection
+
+    from sessions_app.waiting import status_of
+    from teams_app.selectors import token_with_user
+
+    assert compiled.compile_all() >= 15
+    key = (connection.alias, str(connection.settings_dict["NAME"]))
+    assert key in status_of.kept and key in token_with_user.kept  # the API's, via the URLconf
