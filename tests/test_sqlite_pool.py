@@ -41,10 +41,14 @@ def on_a_thread(work):
     return out[0]
 
 
-def used(connections: ConnectionHandler, sql: str = "SELECT 1") -> object:
+def used(connections: ConnectionHandler, work=None) -> object:
+    """The raw connection `work` (else a SELECT 1) ran on, after Django closed it."""
     connection = connections["default"]
-    with connection.cursor() as cursor:
-        cursor.execute(sql)
+    if work is None:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT 1")
+    else:
+        work(connection)
     raw = connection.connection
     connection.close()
     return raw
@@ -60,33 +64,25 @@ def test_a_thread_takes_the_connection_the_last_one_gave_back(handler):
 def test_a_connection_left_in_a_transaction_is_closed_not_pooled(handler):
     connections = handler()
 
-    def left_open() -> object:
-        connection = connections["default"]
+    def left_open(connection) -> None:
         with connection.cursor() as cursor:
             cursor.execute("CREATE TABLE t (x)")
         connection.set_autocommit(False)
         with connection.cursor() as cursor:
             cursor.execute("INSERT INTO t VALUES (1)")  # begins a transaction, left open
-        raw = connection.connection
-        connection.close()
-        return raw
 
-    first = on_a_thread(left_open)
+    first = on_a_thread(lambda: used(connections, left_open))
     assert on_a_thread(lambda: used(connections)) is not first
 
 
 def test_a_connection_after_an_error_is_closed_not_pooled(handler):
     connections = handler()
 
-    def failed() -> object:
-        connection = connections["default"]
+    def failed(connection) -> None:
         with pytest.raises(DatabaseError), connection.cursor() as cursor:
             cursor.execute("SELECT * FROM no_such_table")
-        raw = connection.connection
-        connection.close()
-        return raw
 
-    first = on_a_thread(failed)
+    first = on_a_thread(lambda: used(connections, failed))
     assert on_a_thread(lambda: used(connections)) is not first
 
 
