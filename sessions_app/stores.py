@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import functools
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -27,9 +26,7 @@ from sessions_app.services import entry_append, turn_boundary
 from sessions_app.threads import db
 from skills_app.stores import OrmSkillSource, skills_now
 
-
-def raise_(error: Exception) -> None:
-    raise error
+NOT_REACHED = object()  # no boundary reached ahead of `next_turn`
 
 
 def log_entry(row: Entry) -> LogEntry:
@@ -68,7 +65,7 @@ class OrmTranscriptStore:
         self.known: dict[int, SessionState] = {}  # the state last read, to read on from
         self.held_until = 0.0  # monotonic: the lease is surely this runner's until then
         self.ahead: dict[int, ViewReads] = {}  # the first call's view, read with the setup
-        self.boundary: dict[int, Callable[[], str | None]] = {}  # reached with the last entry
+        self.boundary: dict[int, str | None | Exception] = {}  # reached with the last entry
 
     async def context_entries(self, session_id: int) -> Sequence[LogEntry]:
         return await db(context_entries_now)(session_id)
@@ -115,13 +112,12 @@ class OrmTranscriptStore:
         whatever the boundary does: its outcome (or its failure) is what `next_turn` says."""
         self.ahead.pop(session_id, None)
 
-        def appended_then_boundary() -> tuple[Entry, Callable[[], str | None]]:
+        def appended_then_boundary() -> tuple[Entry, str | None | Exception]:
             row = self.appended(session_id, kind, content, data, tokens)
             try:
-                lease = turn_boundary(session_id, self.lease)
-            except Exception as error:
-                return row, functools.partial(raise_, error)
-            return row, lambda: lease
+                return row, turn_boundary(session_id, self.lease)
+            except Exception as error:  # raised by next_turn: the entry stands
+                return row, error
 
         row, self.boundary[session_id] = await db(appended_then_boundary)()
         return log_entry(row)
@@ -198,8 +194,12 @@ class OrmTranscriptStore:
 
     async def next_turn(self, session_id: int) -> bool:
         self.ahead.pop(session_id, None)
-        reached = self.boundary.pop(session_id, None)
-        lease = reached() if reached else await db(turn_boundary)(session_id, self.lease)
+        reached = self.boundary.pop(session_id, NOT_REACHED)
+        if isinstance(reached, Exception):
+            raise reached
+        lease = (
+            await db(turn_boundary)(session_id, self.lease) if reached is NOT_REACHED else reached
+        )
         if lease is None:
             return False
         self.lease = lease
