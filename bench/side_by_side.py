@@ -88,6 +88,7 @@ class Horsie:
         self.mock = mock
         self.stack = stack_module.Stack(extra_env={"HORSIE_DISPATCH": "inprocess"})
         self.stack.start_web(quiet=True)
+        self.stack.wait_ready()  # as openai-agents, measured once its imports are done
         status, card = self.stack.api("POST", "/models", {
             "name": "mock", "wire": "openai_chat", "model": "mock", "base_url": mock.base_url,
             "context_window": WINDOW, "max_output_tokens": 1000,

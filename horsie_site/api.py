@@ -7,11 +7,13 @@ from typing import Any
 
 from django.conf import settings
 from django.core.exceptions import PermissionDenied, RequestDataTooBig
+from django.db import DatabaseError, connection
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
-from ninja import NinjaAPI
+from ninja import NinjaAPI, Status
 from ninja.errors import AuthenticationError, HttpError, ValidationError
 from ninja.security import HttpBearer, SessionAuth
 
+from horsie_site import readiness
 from teams_app.selectors import must_change_password, user_for_token
 
 
@@ -75,6 +77,24 @@ def too_big(request: HttpRequest, exc: RequestDataTooBig) -> HttpResponse:
 @api.exception_handler(HttpError)
 def http_error(request: HttpRequest, exc: HttpError) -> HttpResponse:
     return api.create_response(request, {"detail": str(exc)}, status=exc.status_code)
+
+
+@api.get("/health", auth=None, response={200: dict, 503: dict}, tags=["health"])
+def health(request: HttpRequest) -> Any:
+    """For a readiness probe, no token needed: 200 once the process's start-up work is done
+    and its database answers, else 503 with what it is still doing or that the database
+    does not answer. A process serves while it starts; a turn then shares it with that work."""
+    starting = readiness.starting()
+    try:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT 1")
+        database = "ok"
+    except DatabaseError:
+        database = "unreachable"
+    ready = not starting and database == "ok"
+    return Status(
+        200 if ready else 503, {"ready": ready, "starting": starting, "database": database}
+    )
 
 
 api.add_router("/", "sessions_app.api.router")

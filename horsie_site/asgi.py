@@ -17,7 +17,7 @@ import django
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "horsie_site.settings")
 django.setup(set_prefix=False)  # what get_asgi_application() does, for a handler of our own
 
-from horsie_site import compiled  # noqa: E402
+from horsie_site import compiled, readiness  # noqa: E402
 from horsie_site.request_threads import PooledASGIHandler  # noqa: E402
 
 django_asgi_app = PooledASGIHandler()
@@ -27,7 +27,7 @@ from django.conf import settings  # noqa: E402
 from django.urls import re_path  # noqa: E402
 
 import harness.providers.openai_chat  # noqa: E402, F401  (the SDK's import, ~2 s, not on a turn)
-from harness.providers.warm import warm  # noqa: E402
+from harness.providers.warm import warm_then_freeze  # noqa: E402
 from sessions_app.dispatcher import TURN_CHANNEL, TurnThread  # noqa: E402
 from sessions_app.routing import websocket_urlpatterns  # noqa: E402
 from sessions_app.scheduler import Scheduler  # noqa: E402
@@ -55,5 +55,6 @@ if settings.HORSIE["DISPATCH"] == "inprocess":
 if settings.HORSIE["SCHEDULER"]:
     Scheduler.start()  # timers and takeovers, in every daphne and runworker process
 if settings.HORSIE["WARM"]:
-    warm(delay=1.0)  # on a thread of its own, once serving: the SDKs' one-time costs
-    compiled.compile_soon(delay=1.0)  # and the hot queries' SQL
+    # On threads of their own, once serving; `GET /api/v1/health` is ready when both are done.
+    readiness.soon("provider SDKs", warm_then_freeze, delay=1.0)  # their one-time costs
+    readiness.soon("hot queries", compiled.compile_logged, delay=1.0)  # their SQL

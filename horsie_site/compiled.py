@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import copy
 import logging
-import threading
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any, Generic, ParamSpec, TypeVar, cast
@@ -184,20 +183,8 @@ def compile_all() -> int:
     return done
 
 
-def compile_soon(delay: float) -> threading.Timer:
-    """`compile_all` on a daemon thread after `delay` seconds; a failure is only logged (the
-    statements then compile on first use, as they would anyway)."""
-
-    def run() -> None:
-        try:
-            log.info("%d statements compiled", compile_all())
-        except Exception:
-            log.exception("statements could not be compiled ahead")
-
-    timer = threading.Timer(delay, run)
-    timer.name, timer.daemon = "horsie-compile", True
-    timer.start()
-    return timer
+def compile_logged() -> None:
+    log.info("%d statements compiled", compile_all())
 
 
 def mark(kind: type, index: int) -> Any:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import threading
 
+import pytest
 from asgiref.sync import ThreadSensitiveContext, sync_to_async
 
 from horsie_site.request_threads import RequestThreads
@@ -59,3 +60,55 @@ def test_at_most_the_kept_number_wait_idle():
     threads.give(first)
     threads.give(second)
     assert threads.idle == [first]
+
+
+def asgi_get(path: str) -> tuple[int, bytes, list[str]]:
+    """GET `path` through the handler Horsie serves with; the status, the body, and what it
+    ran through `sync_to_async` (each a hop to the request's thread and back)."""
+    from asgiref import sync
+
+    from horsie_site.request_threads import PooledASGIHandler
+
+    hops: list[str] = []
+    real = sync.SyncToAsync.__call__
+
+    async def counted(self: sync.SyncToAsync, *args: object, **kwargs: object) -> object:
+        hops.append(getattr(self.func, "__qualname__", type(self.func).__name__))
+        return await real(self, *args, **kwargs)
+
+    async def run() -> list[dict]:
+        sent: list[dict] = []
+        inbox: asyncio.Queue[dict] = asyncio.Queue()
+        inbox.put_nowait({"type": "http.request", "body": b"", "more_body": False})
+
+        async def send(message: dict) -> None:
+            sent.append(message)
+
+        scope = {
+            "type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "GET",
+            "scheme": "http", "path": path, "root_path": "", "query_string": b"",
+            "headers": [(b"host", b"localhost")], "server": ("localhost", 80),
+            "client": ("127.0.0.1", 1),
+        }  # fmt: skip
+        await PooledASGIHandler()(scope, inbox.get, send)
+        return sent
+
+    sync.SyncToAsync.__call__ = counted  # type: ignore[method-assign]
+    try:
+        sent = asyncio.run(run())
+    finally:
+        sync.SyncToAsync.__call__ = real  # type: ignore[method-assign]
+    return sent[0]["status"], b"".join(m.get("body", b"") for m in sent[1:]), hops
+
+
+@pytest.mark.django_db
+def test_the_middleware_and_the_view_run_in_one_hop_to_the_request_thread():
+    status, _, hops = asgi_get("/api/v1/openapi.json")
+    assert status == 200
+    # Django's own around the request (request_started, the response's close), and one hop
+    # for the whole chain: no `process_view` (CSRF) and no view of their own.
+    assert hops == [
+        "Signal.asend.<locals>.sync_send",
+        "convert_exception_to_response.<locals>.inner",
+        "HttpResponseBase.close",
+    ]

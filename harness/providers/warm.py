@@ -3,11 +3,12 @@
 The `openai` SDK imports its resources lazily on first use (`client.chat` alone imports
 ~1.5 s of modules) and builds its request and response types on the first call; a TLS
 context loads the trusted certificates. Left to the first turn of a process (or of a new
-card), that is most of a second before its first delta. `warm()` does it once at start, on a
-thread of its own: one streamed call through each SDK's real code path, answered in memory
-by a canned reply (no network: httpcore's `AsyncMockBackend` serves it), and the shared
-TLS context of `guard`. A wire whose SDK is not installed is skipped. What the warming
-loaded is then frozen out of the garbage collector's full walks (`warm_then_freeze`).
+card), that is most of a second before its first delta. `warm_all()` does it once at start:
+one streamed call through each SDK's real code path, answered in memory by a canned reply
+(no network: httpcore's `AsyncMockBackend` serves it), and the shared TLS context of
+`guard`. A wire whose SDK is not installed is skipped. What the warming
+loaded is then frozen out of the garbage collector's full walks (`warm_then_freeze`, which a
+serving process runs on a thread of its own once it serves: `horsie_site.readiness`).
 """
 
 from __future__ import annotations
@@ -16,7 +17,6 @@ import asyncio
 import gc
 import json
 import logging
-import threading
 import time
 from collections.abc import Callable, Coroutine
 from typing import Any
@@ -115,14 +115,3 @@ def warm_then_freeze() -> None:
     would be the very walk, under the interpreter lock, while a turn may be running."""
     asyncio.run(warm_all())
     gc.freeze()
-
-
-def warm(delay: float = 0.0) -> threading.Timer:
-    """Warm the SDKs on a daemon thread after `delay` seconds; returns it (to join).
-
-    A server passes a short delay so the warming does not compete for the CPU with its own
-    start: it is serving by then, and the first turn is still seconds away."""
-    thread = threading.Timer(delay, warm_then_freeze)
-    thread.name, thread.daemon = "horsie-warm", True
-    thread.start()
-    return thread

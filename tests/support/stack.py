@@ -183,6 +183,17 @@ class Stack:
         except (urllib.error.URLError, ConnectionError, TimeoutError):
             return False
 
+    def ready(self, url: str | None = None) -> bool:
+        """`GET /api/v1/health` says 200: the process's start-up work (warming) is done."""
+        try:
+            with urllib.request.urlopen(f"{url or self.url}/api/v1/health", timeout=2):
+                return True
+        except (urllib.error.URLError, ConnectionError, TimeoutError):
+            return False
+
+    def wait_ready(self, url: str | None = None, seconds: float = 60) -> None:
+        wait_until(lambda: self.ready(url), seconds, "the web process ready")
+
     def scripted_model(self, steps: list[dict[str, Any]]) -> ScriptedModel:
         model = ScriptedModel(steps, self.folder)
         self.models.append(model)
