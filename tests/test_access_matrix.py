@@ -50,6 +50,7 @@ EXPECTED: dict[str, dict[str, str]] = {
 # Routes anyone may reach: only "no server error" is asked of them.
 PUBLIC_PAGES = {"login", "logout"}
 PUBLIC_API = {"openapi-json", "openapi-view", "api-root"}
+PUBLIC_OPERATIONS = {"GET /api/v1/health"}  # a readiness probe's: it names nothing of a team
 
 # Team administration: every page (by name) and API operation ("METHOD path") under these
 # prefixes is classified here: "admin" (a member gets 403), "member" (any member's), or
@@ -190,6 +191,8 @@ def outcome(response: Any) -> str:
 
 def role_of(key: str, route: str) -> str | None:
     """A route's class in ROLES; one under ROLE_PREFIXES must have one."""
+    if key in PUBLIC_OPERATIONS:
+        return "public"
     if not route.startswith(ROLE_PREFIXES):
         return None
     assert key in ROLES, f"{key}: classify it in ROLES of {__file__} (admin, member or public)"
