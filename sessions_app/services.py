@@ -230,13 +230,16 @@ def input_post(session_id: int, queued: QueuedInput) -> Posted:
     With the lease free (the common case) the input goes straight into the log under it, in
     the transaction that first moves in whatever was queued before it: stored before any
     work starts, without the queue's insert, lock and delete. Otherwise it is queued (stored
-    at once) and `turn_take` takes over from a dead runner or leaves it to the live one.
+    at once) and `turn_take` tries again: the lease freed meanwhile, or taken over from a
+    dead runner, or left to the live one, which takes the input at its turn boundary.
     """
     with outbox.batched():
         lease = lease_take(session_id)
         if lease is None:
+            # Queued first, then the lease tried again: a runner that released it meanwhile
+            # saw nothing queued, and one releasing now sees this input and keeps it.
             queued.save()
-            return turn_take(session_id, queued.pk, free_tried=True)
+            return turn_take(session_id, queued.pk)
         try:
             return turn_begin(session_id, lease, DIRECT, taken_over=False, direct=queued)
         except NotEntered:
@@ -297,9 +300,9 @@ def turn_start(session_id: int, queued_id: int | None = None) -> Posted:
         return turn_take(session_id, queued_id)
 
 
-def turn_take(session_id: int, queued_id: int | None, *, free_tried: bool = False) -> Posted:
+def turn_take(session_id: int, queued_id: int | None) -> Posted:
     taken_over = False
-    lease = None if free_tried else lease_take(session_id)
+    lease = lease_take(session_id)
     if lease is None:
         lease = lease_take_over(session_id)
         if lease is None:

@@ -55,6 +55,35 @@ def test_input_queued_after_the_release_finds_the_lease_free(session, personas):
     assert lease_take(session.pk) is not None  # the poster's own turn
 
 
+def test_input_posted_while_the_runner_releases_is_never_left_queued(
+    session, personas, monkeypatch
+):
+    """The poster finds the lease held, and the runner releases it (nothing queued yet)
+    before the input is queued: the poster then takes the free lease and runs the turn."""
+    runner = lease_take(session.pk)
+    alice = personas["alice"][0]
+    real_take = services.lease_take
+    dispatched = []
+    monkeypatch.setattr(
+        "sessions_app.dispatcher.turn_dispatch", lambda sid, lease: dispatched.append(lease)
+    )
+
+    def held_then_released(session_id):
+        taken = real_take(session_id)
+        assert taken is None  # the runner still holds it ...
+        assert services.turn_boundary(session_id, runner) is None  # ... and now it does not
+        monkeypatch.setattr(services, "lease_take", real_take)
+        return taken
+
+    monkeypatch.setattr(services, "lease_take", held_then_released)
+    posted = services.message_post(session=session, user=alice, text="are you there?")
+    assert posted.lease is not None and dispatched == [posted.lease]
+    assert held(session.pk) == (posted.lease, "running")
+    last = Entry.objects.filter(session=session).order_by("-seq").first()
+    assert (last.kind, last.content) == ("user", "are you there?")
+    assert not QueuedInput.objects.filter(session=session).exists()
+
+
 def test_a_lost_lease_is_not_released_and_nothing_is_said(session, monkeypatch):
     lease_take(session.pk)
     said = []
