@@ -30,13 +30,10 @@ from openai import AsyncOpenAI, AsyncStream
 from openai._streaming import ServerSentEvent
 from openai.types.chat import (
     ChatCompletion,
-    ChatCompletionChunk,
     ChatCompletionFunctionToolParam,
     ChatCompletionMessageParam,
     ChatCompletionMessageToolCallParam,
 )
-from openai.types.chat.chat_completion_chunk import ChoiceDelta, ChoiceDeltaToolCall
-from openai.types.completion_usage import CompletionUsage
 
 from harness.messages import (
     AssistantMessage,
@@ -80,8 +77,10 @@ NO_API_KEY = "not-needed"
 MESSAGE_CHARS = 400
 
 
-class Chunks(AsyncStream[ChatCompletionChunk]):
-    """The SDK's stream, reading the body to its end once `[DONE]` arrives.
+class Chunks(AsyncStream[object]):
+    """The SDK's stream of chunks as the JSON values sent (`object`: the SDK builds no typed
+    chunk, a pydantic construction of some 0.1 ms each), reading the body to its end once
+    `[DONE]` arrives.
 
     The SDK stops at `[DONE]` and closes the response before the body's last bytes are read,
     which closes the connection too: every call then opened a new one. Read to the end, the
@@ -170,7 +169,7 @@ class OpenAIChatProvider:
         fields["stream_options"] = {"include_usage": True}
         return fields
 
-    async def _open(self, request: ModelRequest) -> Opened[ChatCompletionChunk]:
+    async def _open(self, request: ModelRequest) -> Opened[object]:
         with _translated():
             stream = await self._client().post(
                 "/chat/completions",
@@ -278,22 +277,37 @@ def _tool(spec: ToolSpec) -> ChatCompletionFunctionToolParam:
 CUT = "the stream was cut before the reply was complete"
 
 
+JSON = dict[str, Any]
+
+
+def _object(value: object) -> JSON:
+    return value if isinstance(value, dict) else {}
+
+
+def _string(value: object) -> str:
+    return value if isinstance(value, str) else ""
+
+
 @dataclass(kw_only=True)
 class _CallParts:
     id: str = ""
     name: str = ""
     arguments: list[str] = field(default_factory=list)
 
-    def add(self, fragment: ChoiceDeltaToolCall) -> None:
-        self.id = self.id or fragment.id or ""
-        if fragment.function is not None:
-            self.name = self.name or fragment.function.name or ""
-            self.arguments.append(fragment.function.arguments or "")
+    def add(self, fragment: JSON) -> None:
+        self.id = self.id or _string(fragment.get("id"))
+        function = _object(fragment.get("function"))
+        self.name = self.name or _string(function.get("name"))
+        self.arguments.append(_string(function.get("arguments")))
 
 
 @dataclass(kw_only=True)
 class _Assembly:
-    """A builder, so mutable: the stream's pieces gathered until the last chunk."""
+    """A builder, so mutable: the stream's pieces gathered until the last chunk.
+
+    Chunks arrive as the JSON values the server sent (the SDK parses the stream and raises
+    the errors in it; it builds no typed chunk): a value of the wrong type is ignored, as
+    if absent, so a server's nonsense never reaches the reply."""
 
     text: list[str] = field(default_factory=list)
     reasoning: list[str] = field(default_factory=list)
@@ -301,25 +315,32 @@ class _Assembly:
     usage: Usage | None = None
     finish_reason: str | None = None
 
-    def feed(self, chunk: ChatCompletionChunk) -> list[StreamEvent]:
-        if chunk.usage is not None:
-            self.usage = _usage(chunk.usage) or self.usage
-        if not chunk.choices:
+    def feed(self, chunk: object) -> list[StreamEvent]:
+        chunk = _object(chunk)
+        if isinstance(usage := chunk.get("usage"), dict):
+            self.usage = _usage(usage) or self.usage
+        choices = chunk.get("choices")
+        if not isinstance(choices, list) or not choices:
             return []
-        choice = chunk.choices[0]
-        self.finish_reason = choice.finish_reason or self.finish_reason
-        return self._delta(choice.delta)
+        choice = _object(choices[0])
+        self.finish_reason = _string(choice.get("finish_reason")) or self.finish_reason
+        return self._delta(_object(choice.get("delta")))
 
-    def _delta(self, delta: ChoiceDelta) -> list[StreamEvent]:
-        for fragment in delta.tool_calls or ():
-            self.calls.setdefault(fragment.index, _CallParts()).add(fragment)
+    def _delta(self, delta: JSON) -> list[StreamEvent]:
+        fragments = delta.get("tool_calls")
+        for position, fragment in enumerate(fragments if isinstance(fragments, list) else ()):
+            if not isinstance(fragment, dict):
+                continue
+            index = fragment.get("index")
+            index = index if isinstance(index, int) and not isinstance(index, bool) else position
+            self.calls.setdefault(index, _CallParts()).add(fragment)
         events: list[StreamEvent] = []
         if reasoning := _reasoning(delta):
             self.reasoning.append(reasoning)
             events.append(ReasoningDelta(text=reasoning))
-        if delta.content:
-            self.text.append(delta.content)
-            events.append(TextDelta(text=delta.content))
+        if content := _string(delta.get("content")):
+            self.text.append(content)
+            events.append(TextDelta(text=content))
         return events
 
     def response(self) -> ModelResponse:
@@ -338,20 +359,17 @@ def _whole_call(index: int, parts: _CallParts) -> ToolCall:
     return ToolCall(id=call_id, name=parts.name, arguments="".join(parts.arguments))
 
 
-def _reasoning(delta: ChoiceDelta) -> str | None:
-    extra = delta.model_extra or {}
+def _reasoning(delta: JSON) -> str | None:
     for key in ("reasoning_content", "reasoning"):
-        value = extra.get(key)
-        if isinstance(value, str) and value:
+        if value := _string(delta.get(key)):
             return value
     return None
 
 
-def _usage(usage: CompletionUsage) -> Usage | None:
-    """The SDK builds usage without validating it: whatever a server sent is checked here."""
-    details = usage.prompt_tokens_details
-    cached = getattr(details, "cached_tokens", None) if details is not None else None
-    return usage_checked(usage.prompt_tokens, usage.completion_tokens, cached)
+def _usage(usage: JSON) -> Usage | None:
+    """Whatever a server sent as usage is checked here."""
+    cached = _object(usage.get("prompt_tokens_details")).get("cached_tokens")
+    return usage_checked(usage.get("prompt_tokens"), usage.get("completion_tokens"), cached)
 
 
 # Errors: SDK and transport exceptions into ProviderError codes.

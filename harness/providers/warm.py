@@ -59,8 +59,10 @@ def unlogged(record: logging.LogRecord) -> bool:
 
 
 async def warm_openai() -> None:
-    from openai import AsyncOpenAI, AsyncStream
-    from openai.types.chat import ChatCompletion, ChatCompletionChunk
+    from openai import AsyncOpenAI
+    from openai.types.chat import ChatCompletion
+
+    from harness.providers.openai_chat import Chunks
 
     logging.getLogger("httpx").addFilter(unlogged)
     http = canned_client()
@@ -79,7 +81,7 @@ async def warm_openai() -> None:
         options={"security": {"bearer_auth": True}},
         cast_to=ChatCompletion,
         stream=True,
-        stream_cls=AsyncStream[ChatCompletionChunk],
+        stream_cls=Chunks,
     )
     async for _ in stream:
         pass

@@ -7,7 +7,8 @@ chosen port is printed as stdout's first line. The script is a list of steps; ea
 with "stall" streams its text and then hangs, like a model stuck mid-turn; a reply with
 "pause" (seconds) waits that long before each piece of its text, like a slow model; "cut"
 ends the stream after its text, with no finish reason and no [DONE]; "malformed" follows its
-first chunk with a data line that is not JSON; an error
+first chunk with a data line that is not JSON; "chunks" (a list of any JSON values) streams
+exactly those as its data lines, then [DONE], like a server that sends nonsense; an error
 with "raw" sends that text as a non-JSON body, like a service that is not a provider. Every
 request body is recorded and served back by GET /__requests, so a test can assert what a wire
 really sent; the Authorization header of every POST (to any path) is served by GET
@@ -195,8 +196,12 @@ def reply_chunks(step: dict[str, Any], include_usage: bool) -> Iterator[dict[str
         yield envelope("chat.completion.chunk", choices=[], usage=usage)
 
 
-def has_text(item: dict[str, Any]) -> bool:
-    return any((c.get("delta") or {}).get("content") for c in item.get("choices") or [])
+def has_text(item: Any) -> bool:
+    choices = item.get("choices") if isinstance(item, dict) else None
+    return isinstance(choices, list) and any(
+        isinstance(c, dict) and isinstance(c.get("delta"), dict) and c["delta"].get("content")
+        for c in choices
+    )
 
 
 def whole_reply(step: dict[str, Any]) -> dict[str, Any]:
@@ -253,7 +258,9 @@ class Handler(BaseHTTPRequestHandler):
         elif body.get("stream"):
             self.cut, self.malformed = bool(step.get("cut")), bool(step.get("malformed"))
             include = bool((body.get("stream_options") or {}).get("include_usage"))
-            self.send_stream(reply_chunks(step, include))
+            self.send_stream(
+                iter(step["chunks"]) if "chunks" in step else reply_chunks(step, include)
+            )
         else:
             self.send_json(200, whole_reply(step))
 

@@ -67,6 +67,35 @@ async def test_streamed_deltas_join_to_the_text_and_usage_is_read(scripted_serve
     assert done.response.finish_reason == "stop"
 
 
+async def test_chunks_of_nonsense_shapes_are_ignored_and_the_sane_parts_kept(
+    scripted_server: Start,
+) -> None:
+    """Each value of a wrong type is taken as absent: no crash, nothing of it in the reply."""
+    text = lambda delta, **extra: {"choices": [{"index": 0, "delta": delta, **extra}]}  # noqa: E731
+    chunks = [
+        "a string, not a chunk", 7, None, [], {"choices": "many"}, {"choices": [None, 3]},
+        text(None), text({"content": 42}), text({"content": ["x"]}), text({"role": "assistant"}),
+        text({"content": "Hello"}), text({"reasoning_content": {"deep": True}}),
+        text({"tool_calls": "call it"}), text({"tool_calls": [7, None]}),
+        text({"tool_calls": [{"index": "first", "function": "weather"}]}),
+        text({"content": " there."}, finish_reason=12),
+        {"choices": [], "usage": {"prompt_tokens": "eleven", "completion_tokens": 2}},
+        {"choices": [], "usage": "lots"},
+        text({}, finish_reason="stop"),
+    ]  # fmt: skip
+    server = scripted_server([{"chunks": chunks}])
+    events = await events_of(provider_for(server), HELLO)
+    done = events[-1]
+    assert isinstance(done, ResponseDone)
+    assert [e.text for e in events if isinstance(e, TextDelta)] == ["Hello", " there."]
+    assert not [e for e in events if isinstance(e, ReasoningDelta)]
+    assert done.response.text == "Hello there."
+    assert done.response.finish_reason == "stop"
+    assert done.response.usage is None
+    # The fragments that were objects make one call with nothing usable in it.
+    assert [(c.id, c.name, c.arguments) for c in done.response.tool_calls] == [("call_0", "", "")]
+
+
 async def test_calls_reuse_one_connection(scripted_server: Start) -> None:
     """The body is read past `[DONE]`, so the connection goes back to the pool (the SDK alone
     closed it, and every call connected anew)."""
