@@ -18,6 +18,8 @@ from typing import Any
 from asgiref.sync import ThreadSensitiveContext, sync_to_async
 from django.core.handlers.asgi import ASGIHandler
 
+from sessions_app import outbox
+
 IDLE_KEPT = 16
 
 
@@ -78,7 +80,8 @@ class PooledASGIHandler(ASGIHandler):
             raise ValueError(f"Django can only handle ASGI/HTTP connections, not {scope['type']}.")
         executor = self.threads.take()
         try:
-            async with ThreadSensitiveContext(executor=executor):
-                await self.handle(scope, receive, send)
+            with outbox.serving():
+                async with ThreadSensitiveContext(executor=executor):
+                    await self.handle(scope, receive, send)
         finally:
             self.threads.give(executor)

@@ -5,16 +5,22 @@ from a thread, each one would hop to the event loop and back on its own. Code th
 batch of database work opens an outbox: what it posts is kept, in order, and delivered once
 the work returns. A turn runner's database calls (`threads.db`) collect on the worker thread
 and deliver on the runner's own loop, with no hop at all; a request's turn start delivers
-its status, entries and dispatch in one hop. Without an open outbox a post is delivered at
-once, as before. Whatever was posted is delivered even when the work then fails: it
-describes things already committed.
+its status, entries and dispatch without waiting: the batch is handed to the loop serving
+the request (`serving`), which delivers the batches handed to it one after another, in the
+order they came, while the request goes on. Elsewhere (no serving loop: a management
+command, a test's client) a batch is delivered in one hop that waits. Without an open
+outbox a post is delivered at once. Whatever was posted is delivered even when the work then
+fails: it describes things already committed.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import contextvars
 import logging
 import threading
+import weakref
 from collections.abc import Awaitable, Callable, Iterator
 
 from asgiref.sync import async_to_sync
@@ -23,6 +29,26 @@ log = logging.getLogger(__name__)
 
 Send = Callable[[], Awaitable[None]]
 _local = threading.local()
+# The loop a request is served on: its synchronous code (on a thread of its own, which
+# inherits the request's context) hands batches to it.
+_serving: contextvars.ContextVar[asyncio.AbstractEventLoop | None] = contextvars.ContextVar(
+    "outbox_serving", default=None
+)
+# Per loop, the last batch handed to it: the next one is delivered after it. Touched on
+# that loop only.
+_last: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Future[None]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+@contextlib.contextmanager
+def serving() -> Iterator[None]:
+    """Inside the block (on a loop), synchronous code it runs hands its batches to the loop."""
+    token = _serving.set(asyncio.get_running_loop())
+    try:
+        yield
+    finally:
+        _serving.reset(token)
 
 
 def post(send: Send) -> None:
@@ -56,7 +82,32 @@ def batched() -> Iterator[None]:
             yield
     finally:
         if box:
-            async_to_sync(deliver)(box)
+            hand_over(box)
+
+
+def hand_over(box: list[Send]) -> None:
+    """Deliver `box` on the serving loop without waiting, after what it was handed before;
+    with none, in one hop that waits."""
+    loop = _serving.get()
+    if loop is None or loop.is_closed():
+        async_to_sync(deliver)(box)
+        return
+    try:
+        loop.call_soon_threadsafe(_queued, loop, box)
+    except RuntimeError:  # closed meanwhile: the process is going down
+        log.warning("%d channel-layer deliveries dropped: the loop is closed", len(box))
+
+
+def _queued(loop: asyncio.AbstractEventLoop, box: list[Send]) -> None:
+    task = asyncio.ensure_future(_after(_last.get(loop), box))
+    _last[loop] = task
+    task.add_done_callback(lambda _: _last.pop(loop, None) if _last.get(loop) is task else None)
+
+
+async def _after(previous: asyncio.Future[None] | None, box: list[Send]) -> None:
+    if previous is not None and not previous.done():
+        await asyncio.wait({previous})
+    await deliver(box)
 
 
 async def deliver(box: list[Send]) -> None:

@@ -55,3 +55,48 @@ def test_a_cancelled_runner_still_delivers_what_its_thread_posted():
 
     asyncio.run(main())
     assert [name for name, _ in sent] == ["late"]
+
+
+def test_a_requests_batches_go_to_its_loop_without_waiting_and_arrive_in_order():
+    from asgiref.sync import sync_to_async
+
+    sent: list[str] = []
+
+    async def main() -> list[str]:
+        gate = asyncio.Event()
+
+        async def slow() -> None:
+            await gate.wait()
+            sent.append("first")
+
+        async def fast() -> None:
+            sent.append("second")
+
+        def request() -> list[str]:
+            for send in (slow, fast):
+                with outbox.batched():
+                    outbox.post(send)
+            return list(sent)
+
+        with outbox.serving():
+            seen = await sync_to_async(request, thread_sensitive=False)()
+        gate.set()
+        for _ in range(100):
+            if len(sent) == 2:
+                break
+            await asyncio.sleep(0.01)
+        return seen
+
+    assert asyncio.run(main()) == [], "the request went on before anything was delivered"
+    assert sent == ["first", "second"], "the second batch waited for the first"
+
+
+def test_with_no_serving_loop_a_batch_is_delivered_before_the_block_ends():
+    sent: list[str] = []
+
+    async def send() -> None:
+        sent.append("now")
+
+    with outbox.batched():
+        outbox.post(send)
+    assert sent == ["now"]
