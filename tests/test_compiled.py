@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.db.models import QuerySet
 from django.utils import timezone
 
@@ -107,3 +107,46 @@ def test_compile_all_compiles_every_statement_the_turn_uses_ahead():
     assert compiled.compile_all() >= 15
     key = (connection.alias, str(connection.settings_dict["NAME"]))
     assert key in status_of.kept and key in token_with_user.kept  # the API's, via the URLconf
+
+
+def test_an_insert_makes_the_row_the_orm_would(session, personas):
+    alice = personas["alice"][0]
+    before = timezone.now()
+    values = {
+        "session_id": session.pk, "seq": 900, "kind": "user", "content": "héllo ✓",
+        "data": {"nested": [1, {"two": None}], "text": "ü"}, "tokens": 12, "author": alice,
+    }  # fmt: skip
+    made = compiled.Insert(Entry)(**values)
+    by_orm = Entry.objects.create(**{**values, "seq": 901})
+    assert made.pk is not None and not made._state.adding and made._state.db == "default"
+    assert made.created_at >= before
+    read, orm_read = Entry.objects.get(pk=made.pk), Entry.objects.get(pk=by_orm.pk)
+    fields = ("session_id", "kind", "content", "data", "tokens", "author_id")
+    assert [getattr(read, f) for f in fields] == [getattr(orm_read, f) for f in fields]
+    assert (read.seq, read.created_at) == (900, made.created_at)
+    defaults = compiled.Insert(Entry)(session_id=session.pk, seq=902, kind="notice")
+    assert Entry.objects.values_list("content", "data", "tokens").get(pk=defaults.pk) == (
+        "",
+        {},
+        None,
+    )
+
+
+def test_an_insert_that_fails_inside_a_transaction_rolls_it_back(session):
+    insert = compiled.Insert(Entry)
+
+    def twice() -> None:
+        with transaction.atomic():
+            insert(session_id=session.pk, seq=910, kind="user")
+            insert(session_id=session.pk, seq=910, kind="user")  # the same seq: one_seq refuses
+
+    with pytest.raises(IntegrityError):
+        twice()
+    assert not Entry.objects.filter(session=session, seq=910).exists()
+
+
+def test_entries_have_no_save_signals_for_the_insert_to_skip():
+    from django.db.models import signals
+
+    for signal in (signals.pre_save, signals.post_save, signals.pre_init, signals.post_init):
+        assert not signal.has_listeners(Entry), signal
