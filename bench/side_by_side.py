@@ -1,7 +1,9 @@
 """Horsie against openai-agents, the same workload, interleaved turn by turn.
 
 Horsie runs as it serves users: daphne on a throwaway database, each turn a
-`POST /sessions/{id}/messages?wait=60` on a 128k-window card. openai-agents runs in this
+`POST /sessions/{id}/messages?wait=60` on a 128k-window card, on one HTTP/1.1 connection kept
+open (as an API client such as httpx or requests keeps it), measured once the web process
+says it is ready (`GET /api/v1/health`: its start-up warming done). openai-agents runs in this
 process: `Runner.run` with an `OpenAIChatCompletionsModel` and its `SQLiteSession` (a file).
 Each talks to its own instant mock server process (bench/mock_openai_server.py), which times
 every request it serves; harness time = a turn's wall time minus the server's time in it.
@@ -22,6 +24,7 @@ and starts Horsie from `.venv`. Asserts nothing.
 from __future__ import annotations
 
 import asyncio
+import http.client
 import json
 import math
 import statistics
@@ -96,6 +99,15 @@ class Horsie:
         assert status == 201, card
 
         self.card = int(card["id"])
+        # One connection kept open for the turns, as an API client (httpx, requests) keeps it.
+        self.connection = http.client.HTTPConnection("127.0.0.1", self.stack.port, timeout=330)
+        self.headers = {"Authorization": f"Bearer {self.stack.token}",
+                        "Content-Type": "application/json"}  # fmt: skip
+
+    def post(self, path: str, body: dict[str, Any]) -> tuple[int, Any]:
+        self.connection.request("POST", path, json.dumps(body).encode(), self.headers)
+        response = self.connection.getresponse()
+        return response.status, json.loads(response.read())
 
     def new_session(self) -> int:
         status, created = self.stack.api(
@@ -105,14 +117,13 @@ class Horsie:
         return int(created["id"])
 
     def turn(self, session: int, text: str) -> None:
-        status, done = self.stack.api(
-            "POST", f"/sessions/{session}/messages?wait=60", {"text": text}
-        )
+        status, done = self.post(f"/api/v1/sessions/{session}/messages?wait=60", {"text": text})
         kinds = [e["kind"] for e in done.get("entries", [])] if status == 200 else []
         if kinds[-1:] != ["assistant"]:
             raise RuntimeError(f"Horsie's turn did not end in a reply: {status} {done}")
 
     def close(self) -> None:
+        self.connection.close()
         self.stack.close()
 
 
