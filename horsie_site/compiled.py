@@ -161,6 +161,10 @@ class Insert(Generic[M]):
             f for f in model._meta.local_concrete_fields if not (f.primary_key or f.generated)
         ]
         self.kept: dict[tuple[str, str], str] = {}
+        STATEMENTS.append(self)
+
+    def compiled(self, connection: Any) -> str:
+        return self.statement(connection, self.model())
 
     def __call__(self, **values: Any) -> M:
         row = self.model(**values)
@@ -204,7 +208,7 @@ def update(
     return lambda build: Update(build, kinds)
 
 
-STATEMENTS: list[Statement[Any, Any]] = []
+STATEMENTS: list[Statement[Any, Any] | Insert[Any]] = []
 
 
 def compile_all() -> int:

@@ -162,6 +162,9 @@ def session_create(*, user: Any, team: Team, fields: Mapping[str, Any]) -> Sessi
         default = getattr(Session, name).field.get_default()
         setattr(session, name, pick(fields, preset, name, default))
     session.save()
+    from sessions_app.dispatcher import provider_prepare
+
+    provider_prepare(card)  # its first turn is likely seconds away
     return session
 
 

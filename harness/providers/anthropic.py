@@ -243,6 +243,10 @@ class AnthropicProvider:
             )
         return await first_event(stream, _translated)
 
+    def prepare(self) -> None:
+        """Build what this loop's first call would (the SDK client), ahead of it."""
+        self._client()
+
     def _client(self) -> AsyncAnthropic:
         return client_of_loop(
             self._clients,

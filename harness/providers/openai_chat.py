@@ -181,6 +181,10 @@ class OpenAIChatProvider:
             )
         return await first_event(stream, _translated)
 
+    def prepare(self) -> None:
+        """Build what this loop's first call would (the SDK client), ahead of it."""
+        self._client()
+
     def _client(self) -> AsyncOpenAI:
         return client_of_loop(
             self._clients,

@@ -174,6 +174,10 @@ class OpenAIResponsesProvider:
             )
         return await first_event(stream, _translated, _raise_failure)
 
+    def prepare(self) -> None:
+        """Build what this loop's first call would (the SDK client), ahead of it."""
+        self._client()
+
     def _client(self) -> AsyncOpenAI:
         return client_of_loop(
             self._clients,
