@@ -12,7 +12,10 @@ fifth asks for a tool call (Horsie's `read_entry`, an equivalent function tool f
 
 Prints, per N: the median harness time per turn of the first and of the last 10% of turns
 (over enough sessions of N turns that each tenth holds 20 turns: 20 sessions at N = 10),
-last/first, Horsie/agents, and the last request body each sent (bytes/4). `--quick` runs N = 10, 100.
+last/first, Horsie/agents, and the last request body each sent (bytes/4). This process is
+Horsie's client and openai-agents' host at once: it collects its garbage before each timed
+turn, so that neither pays in its turn for what the other left (at N = 1,000 openai-agents'
+turns leave plenty). `--quick` runs N = 10, 100.
 `--horsie-only` leaves openai-agents out (it then runs in `.venv` too; for profiling Horsie,
 whose web process id it prints); `--n N` runs that N alone (with tool calls from 1,000 on).
 
@@ -24,6 +27,7 @@ and starts Horsie from `.venv`. Asserts nothing.
 from __future__ import annotations
 
 import asyncio
+import gc
 import http.client
 import json
 import math
@@ -170,12 +174,14 @@ def measure(n: int, tools: bool, horsie: Horsie, agents: Agents | None,
             mock.served()
         for turn in range(1, n + 1):
             text = user_text(turn, tools)
+            gc.collect()  # untimed: neither pays in its turn for the other's garbage here
             began = time.perf_counter()
             horsie.turn(session, text)
             wall = time.perf_counter() - began
             ours.sessions[-1].append(wall - mocks[0].served())
             if agents is None:
                 continue
+            gc.collect()
             began = time.perf_counter()
             loop.run_until_complete(agents.turn(agent_session, text))
             wall = time.perf_counter() - began

@@ -69,6 +69,7 @@ class Blocks(Sequence[Block]):
         self._fixed, self._entries, self._counter = fixed, entries, counter
         self._made: tuple[Block, ...] | None = None
         self._tokens: int | None = None
+        self._estimate: int | None = None  # both asked more than once a call, at O(blocks)
 
     def _all(self) -> tuple[Block, ...]:
         if self._made is None:
@@ -108,9 +109,11 @@ class Blocks(Sequence[Block]):
 
     @property
     def estimate(self) -> int:
-        return sum(block.estimate for block in self._fixed) + sum(
-            block.estimate for block in self._entries
-        )
+        if self._estimate is None:
+            self._estimate = sum(block.estimate for block in self._fixed) + sum(
+                block.estimate for block in self._entries
+            )
+        return self._estimate
 
 
 def recounted(blocks: Sequence[Block], counter: TokenCounter) -> list[Block]:
