@@ -55,20 +55,21 @@ class TurnThread:
 
 
 def provider_prepare(card: Any) -> None:
-    """In-process, build `card`'s provider and its SDK client on the turn loop now (a new
-    session's card, say), so that its first turn does not: about 1 ms. Elsewhere, or for a
-    card that cannot be called (its turn will say why), nothing."""
+    """In-process, build `card`'s provider and its SDK client on the turn loop once the
+    caller commits (a new session's card, say), so that its first turn does not: about 1 ms.
+    Its configuration (the outbound checks, which resolve the host, and the key) is read on
+    a worker thread, never on the request. Elsewhere, or for a card that cannot be called
+    (its turn will say why), nothing."""
     if settings.HORSIE["DISPATCH"] != "inprocess":
         return
     from horsie_site import wiring
-
-    try:
-        config = wiring.card_config(card)  # here: it may read the card's key
-    except Exception:
-        return
+    from sessions_app.threads import db
 
     async def prepared() -> None:
-        provider = wiring.cached_provider(config)
+        try:
+            provider = wiring.cached_provider(await db(wiring.card_config)(card))
+        except Exception:
+            return
         prepare = getattr(provider, "prepare", None)
         if prepare is not None:
             prepare()
