@@ -9,7 +9,7 @@ its status, entries and dispatch without waiting: the batch is handed to the loo
 the request (`serving`), which delivers the batches handed to it one after another, in the
 order they came, while the request goes on. Elsewhere (no serving loop: a management
 command, a test's client) a batch is delivered in one hop that waits. Without an open
-outbox a post is delivered at once. Whatever was posted is delivered even when the work then
+outbox a post is a batch of its own. Whatever was posted is delivered even when the work then
 fails: it describes things already committed.
 """
 
@@ -54,7 +54,7 @@ def serving() -> Iterator[None]:
 def post(send: Send) -> None:
     box: list[Send] | None = getattr(_local, "box", None)
     if box is None:
-        async_to_sync(deliver)([send])
+        hand_over([send])  # a batch of one, in order with the batches before it
     else:
         box.append(send)
 

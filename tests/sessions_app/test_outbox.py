@@ -100,3 +100,35 @@ def test_with_no_serving_loop_a_batch_is_delivered_before_the_block_ends():
     with outbox.batched():
         outbox.post(send)
     assert sent == ["now"]
+
+
+def test_a_post_outside_a_batch_keeps_its_place_after_the_batches_before_it():
+    from asgiref.sync import sync_to_async
+
+    sent: list[str] = []
+
+    async def main() -> None:
+        gate = asyncio.Event()
+
+        async def slow() -> None:
+            await gate.wait()
+            sent.append("batched")
+
+        async def alone() -> None:
+            sent.append("alone")
+
+        def request() -> None:
+            with outbox.batched():
+                outbox.post(slow)
+            outbox.post(alone)
+
+        with outbox.serving():
+            await sync_to_async(request, thread_sensitive=False)()
+        gate.set()
+        for _ in range(100):
+            if len(sent) == 2:
+                break
+            await asyncio.sleep(0.01)
+
+    asyncio.run(main())
+    assert sent == ["batched", "alone"]
