@@ -57,37 +57,50 @@ def test_a_cancelled_runner_still_delivers_what_its_thread_posted():
     assert [name for name, _ in sent] == ["late"]
 
 
-def test_a_requests_batches_go_to_its_loop_without_waiting_and_arrive_in_order():
+def served_request(request, names: list[str]) -> tuple[list[str], list[str]]:
+    """Run `request(slow, fast)` as a request's synchronous code on a serving loop: `slow`
+    (first of `names`) is held until the request is over, `fast` sends at once. Returns
+    what was sent while the request ran, and what was sent in the end, in order."""
     from asgiref.sync import sync_to_async
 
     sent: list[str] = []
 
     async def main() -> list[str]:
-        gate = asyncio.Event()
+        gate, both = asyncio.Event(), asyncio.Event()
 
         async def slow() -> None:
-            await gate.wait()
-            sent.append("first")
+            await asyncio.wait_for(gate.wait(), timeout=5)  # a request that waited: fails
+            sent.append(names[0])
+            if len(sent) == 2:
+                both.set()
 
         async def fast() -> None:
-            sent.append("second")
+            sent.append(names[1])
+            if len(sent) == 2:
+                both.set()
 
-        def request() -> list[str]:
-            for send in (slow, fast):
-                with outbox.batched():
-                    outbox.post(send)
+        def run() -> list[str]:
+            request(slow, fast)
             return list(sent)
 
         with outbox.serving():
-            seen = await sync_to_async(request, thread_sensitive=False)()
+            seen = await sync_to_async(run, thread_sensitive=False)()
         gate.set()
-        for _ in range(100):
-            if len(sent) == 2:
-                break
-            await asyncio.sleep(0.01)
+        await asyncio.wait_for(both.wait(), timeout=10)
         return seen
 
-    assert asyncio.run(main()) == [], "the request went on before anything was delivered"
+    seen = asyncio.run(main())
+    return seen, sent
+
+
+def test_a_requests_batches_go_to_its_loop_without_waiting_and_arrive_in_order():
+    def request(slow, fast) -> None:
+        for send in (slow, fast):
+            with outbox.batched():
+                outbox.post(send)
+
+    seen, sent = served_request(request, ["first", "second"])
+    assert seen == [], "the request went on before anything was delivered"
     assert sent == ["first", "second"], "the second batch waited for the first"
 
 
@@ -103,32 +116,10 @@ def test_with_no_serving_loop_a_batch_is_delivered_before_the_block_ends():
 
 
 def test_a_post_outside_a_batch_keeps_its_place_after_the_batches_before_it():
-    from asgiref.sync import sync_to_async
+    def request(slow, fast) -> None:
+        with outbox.batched():
+            outbox.post(slow)
+        outbox.post(fast)
 
-    sent: list[str] = []
-
-    async def main() -> None:
-        gate = asyncio.Event()
-
-        async def slow() -> None:
-            await gate.wait()
-            sent.append("batched")
-
-        async def alone() -> None:
-            sent.append("alone")
-
-        def request() -> None:
-            with outbox.batched():
-                outbox.post(slow)
-            outbox.post(alone)
-
-        with outbox.serving():
-            await sync_to_async(request, thread_sensitive=False)()
-        gate.set()
-        for _ in range(100):
-            if len(sent) == 2:
-                break
-            await asyncio.sleep(0.01)
-
-    asyncio.run(main())
+    _, sent = served_request(request, ["batched", "alone"])
     assert sent == ["batched", "alone"]

@@ -176,20 +176,20 @@ class Stack:
         process.send_signal(signal.SIGKILL)
         process.wait(timeout=10)
 
-    def answering(self, url: str | None = None) -> bool:
+    def ok(self, path: str, url: str | None = None) -> bool:
+        """`GET path` (no token) answers 2xx: not refused, not an error, not timed out."""
         try:
-            with urllib.request.urlopen(f"{url or self.url}/api/v1/openapi.json", timeout=2):
+            with urllib.request.urlopen(f"{url or self.url}{path}", timeout=2):
                 return True
         except (urllib.error.URLError, ConnectionError, TimeoutError):
             return False
 
+    def answering(self, url: str | None = None) -> bool:
+        return self.ok("/api/v1/openapi.json", url)
+
     def ready(self, url: str | None = None) -> bool:
         """`GET /api/v1/health` says 200: the process's start-up work (warming) is done."""
-        try:
-            with urllib.request.urlopen(f"{url or self.url}/api/v1/health", timeout=2):
-                return True
-        except (urllib.error.URLError, ConnectionError, TimeoutError):
-            return False
+        return self.ok("/api/v1/health", url)
 
     def wait_ready(self, url: str | None = None, seconds: float = 60) -> None:
         wait_until(lambda: self.ready(url), seconds, "the web process ready")
