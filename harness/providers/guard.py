@@ -26,6 +26,7 @@ import httpcore
 import httpx
 
 from harness.providers.base import ProviderError
+from harness.providers.streams import AsyncioBackend
 
 # (host, address) -> None, or raises ValueError saying why the address is refused.
 ConnectCheck = Callable[[str, str], None]
@@ -46,11 +47,12 @@ async def resolve(host: str, port: int) -> list[str]:
 
 
 class CheckedBackend(httpcore.AsyncNetworkBackend):
-    """httpcore's backend, but every TCP connection goes to an address `check` allowed."""
+    """A network backend (asyncio's own, `streams`) whose every TCP connection goes to an
+    address `check` allowed."""
 
     def __init__(self, check: ConnectCheck, inner: httpcore.AsyncNetworkBackend | None = None):
         self.check = check
-        self.inner = inner or httpcore.AnyIOBackend()
+        self.inner = inner or AsyncioBackend()
 
     async def connect_tcp(
         self,

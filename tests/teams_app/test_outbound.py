@@ -222,15 +222,14 @@ class Recorder:
 
 @pytest.fixture
 def network(monkeypatch):
-    import httpcore
-
     from harness.providers.base import RetryPolicy
+    from harness.providers.streams import AsyncioBackend
 
     recorder = Recorder()
     options = {**wiring.provider_options(), "retry": RetryPolicy(attempts=1)}
     monkeypatch.setattr(wiring, "provider_options", lambda: options)
     monkeypatch.setattr(
-        httpcore.AnyIOBackend, "connect_tcp", lambda self, *a, **kw: recorder.connect_tcp(*a, **kw)
+        AsyncioBackend, "connect_tcp", lambda self, *a, **kw: recorder.connect_tcp(*a, **kw)
     )
     wiring.cached_provider.cache_clear()
     yield recorder
