@@ -17,7 +17,7 @@ import django
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "horsie_site.settings")
 django.setup(set_prefix=False)  # what get_asgi_application() does, for a handler of our own
 
-from horsie_site import compiled, readiness  # noqa: E402
+from horsie_site import compiled, content_types, readiness  # noqa: E402
 from horsie_site.request_threads import PooledASGIHandler  # noqa: E402
 
 django_asgi_app = PooledASGIHandler()
@@ -44,6 +44,8 @@ application = ProtocolTypeRouter(
         "channel": ChannelNameRouter({TURN_CHANNEL: TurnConsumer.as_asgi()}),
     }
 )
+
+content_types.install()  # daphne's twisted: a content type is parsed once, not per request
 
 # What is loaded by now lives as long as the process: out of the collector's full walks, each
 # of which took 100-200 ms in the middle of a turn. Freezing costs no walk (nothing is
