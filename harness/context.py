@@ -429,9 +429,8 @@ def render_state(carried: Mapping[str, Any]) -> str:
 
 
 def tools_text(tools: Sequence[ToolSpec]) -> str:
-    return json.dumps(
-        [{"name": t.name, "description": t.description, "parameters": t.parameters} for t in tools]
-    )
+    """`json.dumps` of the specs as a list, from each spec's own JSON."""
+    return "[" + ", ".join(spec.json for spec in tools) + "]"
 
 
 def message_text(message: Message) -> str:

@@ -7,6 +7,8 @@ messages are what a provider wire turns into its own JSON. Nothing here knows a 
 
 from __future__ import annotations
 
+import functools
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -63,6 +65,12 @@ class ToolSpec:
     name: str
     description: str
     parameters: Mapping[str, Any]
+
+    @functools.cached_property
+    def json(self) -> str:
+        """The spec as JSON, as the context shows and counts it: made once per spec."""
+        fields = {"name": self.name, "description": self.description}
+        return json.dumps(fields | {"parameters": self.parameters})
 
 
 @dataclass(frozen=True, kw_only=True)
