@@ -19,6 +19,7 @@ not in view is left out.
 
 from __future__ import annotations
 
+import bisect
 import json
 import operator
 from collections.abc import Hashable, Iterator, Mapping, Sequence
@@ -195,7 +196,9 @@ def assemble(
         entry_limit=entry_limit,
         counter=counter,
     )
-    visible = [e for e in entries if e.seq >= cut]
+    visible = entries[
+        bisect.bisect_left(entries, cut, key=operator.attrgetter("seq")) :
+    ]  # in seq order
     dropped: tuple[str, ...] = ()
     if boundary is not None:
         after = boundary_blocks(boundary, counter)

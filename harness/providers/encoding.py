@@ -27,6 +27,7 @@ from typing import Any
 MAX_PIECES = 20_000
 MAX_BYTES = 16 * 1024 * 1024  # about 4M tokens: some thirty full 128k contexts
 RUNS_KEPT = 64  # conversations whose last call's pieces are kept in order (`Pieces.each`)
+JOINS_BYTES = 32 * 1024 * 1024  # the conversations' last joined bodies (`Pieces.joined`)
 
 
 def dumps(value: Any) -> bytes:
@@ -75,6 +76,8 @@ class Pieces:
         # id is not reused while kept): the last call's messages, keys and pieces.
         self._lists: OrderedDict[tuple[Hashable, tuple[int, ...]], tuple[tuple[object, ...], Raw]] = OrderedDict()  # fmt: skip
         self._runs: OrderedDict[int, tuple[tuple[object, ...], tuple[Hashable, ...], list[tuple[bytes, ...]]]] = OrderedDict()  # fmt: skip
+        self._joins: OrderedDict[int, tuple[tuple[object, ...], tuple[Hashable, ...], bytes]] = OrderedDict()  # fmt: skip
+        self._joins_size = 0
 
     def get(
         self, message: object, key: Hashable, make: Callable[[], tuple[bytes, ...]]
@@ -133,6 +136,48 @@ class Pieces:
             while len(self._runs) > RUNS_KEPT:
                 self._runs.popitem(last=False)
         return list(out)
+
+    def joined(
+        self,
+        messages: Sequence[object],
+        keys: tuple[Hashable, ...],
+        make: Callable[[object, Hashable], tuple[bytes, ...]],
+    ) -> bytes:
+        """`b",".join` of every piece of every message, in order, made from the last answer
+        for the same conversation (its first message the same object) when the messages
+        begin with that answer's messages under the same keys: a call whose context grew by
+        its end encodes and joins only its new messages, and copies the rest as one block.
+
+        The prefix is compared as tuples (in C: each element by identity first, else by
+        equality, and equal messages encode alike), not message by message in Python, so a
+        call costs its new messages and a copy of the kept bytes, not a walk of the whole
+        context."""
+        if not messages:
+            return b""
+        head = id(messages[0])
+        with self._lock:
+            last = self._joins.get(head)
+        kept = len(last[0]) if last is not None else 0
+        if (
+            last is None
+            or last[0][0] is not messages[0]
+            or kept > len(messages)
+            or last[1] != keys[:kept]
+            or last[0] != tuple(messages[:kept])
+        ):
+            kept, prefix = 0, b""
+        else:
+            prefix = last[2]
+        new = [piece for i in range(kept, len(messages)) for piece in make(messages[i], keys[i])]
+        data = b",".join([prefix, *new]) if prefix and new else prefix or b",".join(new)
+        with self._lock:
+            old = self._joins.pop(head, None)
+            self._joins_size += len(data) - (len(old[2]) if old is not None else 0)
+            self._joins[head] = (tuple(messages), keys, data)
+            while len(self._joins) > RUNS_KEPT or self._joins_size > JOINS_BYTES:
+                _, (_, _, dropped) = self._joins.popitem(last=False)
+                self._joins_size -= len(dropped)
+        return data
 
     def listed(self, items: Sequence[object], key: Hashable, value: Any) -> Raw:
         """`value` (the JSON of `items`, a request's tools) as encoded, kept by the items'

@@ -64,7 +64,7 @@ from harness.providers.base import (
     usage_checked,
     with_retries,
 )
-from harness.providers.encoding import Pieces, array, dumps, obj
+from harness.providers.encoding import Pieces, Raw, dumps, obj
 from harness.providers.guard import ConnectCheck, client_of_loop, guarded
 from harness.providers.overflow import is_overflow
 from harness.providers.tokenizers import openai_counter
@@ -145,15 +145,13 @@ class OpenAIChatProvider:
 
     def encoded(self, request: ModelRequest) -> bytes:
         """`body` as the bytes sent, each message's encoding reused from earlier calls."""
-        rule = self.card.reasoning_replay
         messages = request.messages
-        loop_start = tool_loop_start(messages)
-        replay = [replays(rule, index, loop_start) for index in range(len(messages))]
-        pieces = self._pieces.each(messages, replay, self._piece)  # type: ignore[arg-type]
+        replay = replay_keys(self.card.reasoning_replay, messages)
+        joined = self._pieces.joined(messages, replay, self._piece)  # type: ignore[arg-type]
         fields: dict[str, Any] = self._fields(request)
         if "tools" in fields:
             fields["tools"] = self._pieces.listed(request.tools, None, fields["tools"])
-        return obj([("messages", array(p[0] for p in pieces)), *fields.items()])
+        return obj([("messages", Raw(b"[" + joined + b"]")), *fields.items()])
 
     def _piece(self, message: Message, replay: bool) -> tuple[bytes, ...]:
         replay = replay and isinstance(message, AssistantMessage) and bool(message.reasoning)
@@ -213,8 +211,24 @@ def messages(
 
 def tool_loop_start(messages: tuple[Message, ...]) -> int:
     """The index after the last user message: the messages of the current tool loop."""
-    users = [i for i, message in enumerate(messages) if isinstance(message, UserMessage)]
-    return users[-1] + 1 if users else 0
+    for index in range(len(messages) - 1, -1, -1):
+        if isinstance(messages[index], UserMessage):
+            return index + 1
+    return 0
+
+
+def replay_keys(rule: ReplayRule, messages: tuple[Message, ...]) -> tuple[bool, ...]:
+    """`replays` for every index, built in one step: no walk of the context for it."""
+    match rule:
+        case "never":
+            return (False,) * len(messages)
+        case "tool_turns":
+            start = tool_loop_start(messages)
+            return (False,) * start + (True,) * (len(messages) - start)
+        case "always":
+            return (True,) * len(messages)
+        case _:
+            assert_never(rule)
 
 
 def replays(rule: ReplayRule, index: int, loop_start: int) -> bool:

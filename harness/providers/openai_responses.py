@@ -63,7 +63,7 @@ from harness.providers.base import (
     usage_checked,
     with_retries,
 )
-from harness.providers.encoding import Pieces, array, dumps, obj
+from harness.providers.encoding import Pieces, Raw, dumps, obj
 from harness.providers.guard import ConnectCheck, client_of_loop, guarded
 from harness.providers.openai_chat import CUT, NO_API_KEY, _status_error, _translated
 from harness.providers.overflow import is_overflow
@@ -131,9 +131,8 @@ class OpenAIResponsesProvider:
         first = messages[0] if messages else None
         instructions = first.text if isinstance(first, SystemMessage) else None
         rest = messages[1:] if instructions is not None else messages
-        each = self._pieces.each(rest, [None] * len(rest), self._items_of)  # type: ignore[arg-type]
-        pieces = [piece for items in each for piece in items]
-        fields = self._fields(request, instructions, array(pieces))
+        joined = self._pieces.joined(rest, (None,) * len(rest), self._items_of)  # type: ignore[arg-type]
+        fields = self._fields(request, instructions, Raw(b"[" + joined + b"]"))
         if "tools" in fields:
             fields["tools"] = self._pieces.listed(request.tools, None, fields["tools"])
         return obj(fields.items())

@@ -211,3 +211,34 @@ def test_the_tools_are_encoded_once_and_another_set_is_encoded_anew(wire: str) -
     assert provider.encoded(fewer) != provider.encoded(request)
     none = replace(request, tools=())
     assert provider.encoded(none) == reference(none, wire)
+
+
+def test_a_joined_body_grows_from_the_last_one_only_when_it_begins_with_it() -> None:
+    """`Pieces.joined`: a conversation that grew by its end makes only its new messages; a
+    key or a message changed before its end, or a shorter conversation, is joined anew."""
+    pieces = Pieces()
+    made: list[Any] = []
+
+    def make(message: Any, key: Any) -> tuple[bytes, ...]:
+        made.append(message)
+        text = message.text.encode()
+        return () if text == b"-" else (b"*" + text,) if key else (text, text.upper())
+
+    ms = [UserMessage(text=t) for t in ("a", "b", "-", "c", "d", "e")]
+    never = (False,) * 6
+    assert pieces.joined(ms[:4], never[:4], make) == b"a,A,b,B,c,C"
+    made.clear()
+    assert pieces.joined(ms, never, make) == b"a,A,b,B,c,C,d,D,e,E"
+    assert made == ms[4:], "only the new messages"
+    made.clear()
+    flipped = (False,) * 3 + (True,) * 3
+    assert pieces.joined(ms, flipped, make) == b"a,A,b,B,*c,*d,*e"
+    assert made == ms, "a key changed: joined anew"
+    replaced = [*ms[:2], UserMessage(text="x"), *ms[3:]]
+    assert pieces.joined(replaced, never, make) == b"a,A,b,B,x,X,c,C,d,D,e,E"
+    assert pieces.joined(ms[:2], never[:2], make) == b"a,A,b,B"
+    equal = [ms[0], UserMessage(text="b"), ms[2]]  # equal messages encode alike
+    made.clear()
+    assert pieces.joined(equal, never[:3], make) == b"a,A,b,B"
+    assert made == [ms[2]]
+    assert pieces.joined([], (), make) == b""
