@@ -19,7 +19,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
-from harness.providers.guard import CheckedBackend
+from harness.providers.guard import CheckedBackend, checked_client
 from harness.providers.streams import AsyncioBackend
 
 Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
@@ -250,6 +250,37 @@ def test_tls_is_spoken_and_the_certificate_checked(tls):
         async with client(ssl.create_default_context()) as untrusting:
             with pytest.raises(httpx.ConnectError, match="CERTIFICATE_VERIFY_FAILED"):
                 await untrusting.post(url, content=b"x")
+        server.close()
+
+    run(main())
+
+
+def test_a_cookie_a_server_sets_never_goes_back():
+    heads = []
+
+    async def handler(reader, writer):
+        while True:
+            try:
+                head, _ = await request_of(reader)
+            except asyncio.IncompleteReadError:
+                return
+            heads.append(head.lower())
+            writer.write(
+                b"HTTP/1.1 200 OK\r\nset-cookie: track=me; Path=/\r\ncontent-length: 2\r\n\r\nok"
+            )
+            await writer.drain()
+
+    async def main():
+        server = await serve(handler)
+        url = f"http://127.0.0.1:{port_of(server)}/"
+        http = checked_client(lambda host, address: None, 10.0)
+        async with http:
+            for _ in range(2):
+                assert (await http.post(url, content=b"x")).content == b"ok"
+            http.cookies.set("planted", "1")
+            http.cookies = {"planted": "1"}
+            assert (await http.post(url, content=b"x")).content == b"ok"
+        assert len(heads) == 3 and not any(b"cookie:" in head for head in heads)
         server.close()
 
     run(main())
