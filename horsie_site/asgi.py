@@ -28,7 +28,7 @@ from django.urls import re_path  # noqa: E402
 
 import harness.providers.openai_chat  # noqa: E402, F401  (the SDK's import, ~2 s, not on a turn)
 from harness.providers.warm import warm_then_freeze  # noqa: E402
-from sessions_app.dispatcher import TURN_CHANNEL, TurnThread  # noqa: E402
+from sessions_app.dispatcher import TURN_CHANNEL  # noqa: E402
 from sessions_app.routing import websocket_urlpatterns  # noqa: E402
 from sessions_app.scheduler import Scheduler  # noqa: E402
 from sessions_app.worker import TurnConsumer  # noqa: E402
@@ -52,8 +52,6 @@ content_types.install()  # daphne's twisted: a content type is parsed once, not 
 # collected first), so it is safe while nothing runs; warming freezes what it loads too.
 gc.freeze()
 
-if settings.HORSIE["DISPATCH"] == "inprocess":
-    TurnThread.get()  # the in-process turns' loop is up before the first turn needs it
 if settings.HORSIE["SCHEDULER"]:
     Scheduler.start()  # timers and takeovers, in every daphne and runworker process
 if settings.HORSIE["WARM"]:

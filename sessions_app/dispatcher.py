@@ -1,7 +1,7 @@
 """Turn dispatch: where a turn runs once its input is in the log.
 
-In-process (the embedded default) turns run on one background event loop in the web
-process. With `HORSIE_DISPATCH=channels` (the default when `REDIS_URL` is set) the turn is
+In-process (the embedded default) turns run in the web process: on the loop daphne serves
+it on (`TurnThread`). With `HORSIE_DISPATCH=channels` (the default when `REDIS_URL` is set) the turn is
 sent on the `horsie-turns` channel and a worker (`manage.py runworker horsie-turns`) runs
 it, so web processes and turn workers scale apart. Either way the lease taken by the caller
 travels with the turn, and dispatch happens only after the input's transaction commits, in
@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import logging
+import sys
 import threading
 from collections.abc import Coroutine
 from concurrent.futures import Future
@@ -29,17 +30,24 @@ TURN_CHANNEL = "horsie-turns"
 
 
 class TurnThread:
-    """One daemon thread with an event loop that runs in-process turns."""
+    """Where in-process turns run.
+
+    In a daphne process, on the loop it serves requests on, once that loop runs: a turn's
+    dispatch is a task there and its events reach the `?wait` answers and sockets waiting on
+    that loop, with no hop between threads (about 6% of an API turn's CPU). A turn's own
+    synchronous work (assembling its context, encoding its request) then holds the process's
+    other requests up for as long as it takes, a few milliseconds at 100k tokens; its
+    database work runs on threads (`threads.db`). Elsewhere (a test, a management command,
+    a process that has not started serving yet): one daemon thread with a loop of its own.
+    With `HORSIE_DISPATCH=channels` none of this runs: workers run the turns.
+    """
 
     _instance: TurnThread | None = None
     _lock = threading.Lock()
 
     def __init__(self) -> None:
-        self.loop = asyncio.new_event_loop()
-        self.thread = threading.Thread(
-            target=self.loop.run_forever, name="horsie-turns", daemon=True
-        )
-        self.thread.start()
+        self._own: asyncio.AbstractEventLoop | None = None
+        self._own_lock = threading.Lock()
 
     @classmethod
     def get(cls) -> TurnThread:
@@ -48,10 +56,30 @@ class TurnThread:
                 cls._instance = cls()
             return cls._instance
 
+    @property
+    def loop(self) -> asyncio.AbstractEventLoop:
+        served = serving_loop()
+        if served is not None and served.is_running():
+            return served
+        with self._own_lock:
+            if self._own is None:
+                self._own = asyncio.new_event_loop()
+                threading.Thread(
+                    target=self._own.run_forever, name="horsie-turns", daemon=True
+                ).start()
+            return self._own
+
     def submit(self, coroutine: Coroutine[Any, Any, None]) -> Future[None]:
         """Start a turn on this loop in a fresh context: a task must not inherit the
         submitting request's context (asgiref's executors live there and die with it)."""
         return contextvars.Context().run(asyncio.run_coroutine_threadsafe, coroutine, self.loop)
+
+
+def serving_loop() -> asyncio.AbstractEventLoop | None:
+    """The loop daphne serves this process on, when daphne runs it (it installs twisted's
+    asyncio reactor on a loop of its own before loading the application)."""
+    loop = getattr(sys.modules.get("daphne.server"), "twisted_loop", None)
+    return loop if isinstance(loop, asyncio.AbstractEventLoop) else None
 
 
 def provider_prepare(card: Any) -> None:
