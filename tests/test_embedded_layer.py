@@ -113,3 +113,24 @@ def test_a_send_after_the_receiver_left_its_receive_lands_after_the_one_handed_o
     finally:
         gate.set()
         receiver.close()
+
+
+def test_a_group_send_reaches_every_member_past_a_full_one_each_its_own_copy():
+    layer = EmbeddedChannelLayer(capacity=2)
+
+    async def run() -> None:
+        members = [await layer.new_channel() for _ in range(3)]
+        for member in members:
+            await layer.group_add("session.1", member)
+        full = members[1]
+        for n in range(2):
+            await layer.send(full, {"type": "x", "n": -n})
+        message = {"type": "x", "n": 1, "entry": {"text": "hi"}}
+        await layer.group_send("session.1", message)
+        got = [await layer.receive(m) for m in (members[0], members[2])]
+        assert [g["n"] for g in got] == [1, 1]
+        assert got[0] is not got[1] and got[0]["entry"] is not message["entry"]
+        assert [(await layer.receive(full))["n"] for _ in range(2)] == [0, -1]
+        await layer.group_send("session.2", message)  # nobody in it: nothing happens
+
+    asyncio.run(run())
