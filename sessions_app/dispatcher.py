@@ -1,9 +1,9 @@
 """Turn dispatch: where a turn runs once its input is in the log.
 
-In-process (the embedded default) turns run in the web process: on the loop daphne serves
-it on (`TurnThread`). With `HORSIE_DISPATCH=channels` (the default when `REDIS_URL` is set) the turn is
-sent on the `horsie-turns` channel and a worker (`manage.py runworker horsie-turns`) runs
-it, so web processes and turn workers scale apart. Either way the lease taken by the caller
+In-process (the embedded default) turns run in the web process, on the loop daphne serves
+it on (`TurnThread`). With `HORSIE_DISPATCH=channels` (the default when `REDIS_URL` is set)
+the turn is sent on the `horsie-turns` channel and a worker (`manage.py runworker
+horsie-turns`) runs it, so web processes and turn workers scale apart. Either way the lease taken by the caller
 travels with the turn, and dispatch happens only after the input's transaction commits, in
 order after the events posted before it (`outbox`).
 """
@@ -34,7 +34,7 @@ class TurnThread:
 
     In a daphne process, on the loop it serves requests on, once that loop runs: a turn's
     dispatch is a task there and its events reach the `?wait` answers and sockets waiting on
-    that loop, with no hop between threads (about 6% of an API turn's CPU). A turn's own
+    that loop, with no hop between threads (about 9% of an API turn's CPU). A turn's own
     synchronous work (assembling its context, encoding its request) then holds the process's
     other requests up for as long as it takes, a few milliseconds at 100k tokens; its
     database work runs on threads (`threads.db`). Elsewhere (a test, a management command,

@@ -101,12 +101,9 @@ def tls_context() -> ssl.SSLContext:
 
 
 class NoCookies(httpx.Cookies):
-    """A jar that keeps nothing a response sets."""
+    """An empty jar that keeps nothing a response sets."""
 
     def extract_cookies(self, response: httpx.Response) -> None:
-        pass
-
-    def set(self, name: str, value: str, domain: str = "", path: str = "/") -> None:
         pass
 
 
@@ -116,11 +113,9 @@ class ApiClient(httpx.AsyncClient):
     through the same client (a card's client serves all its sessions). It also spares
     every response httpx's cookie parse, about 0.1 ms of a call."""
 
-    _jar = NoCookies()  # holds nothing, so one serves every client
-
     @property
     def cookies(self) -> httpx.Cookies:
-        return self._jar
+        return NoCookies()  # a new empty one each time: nothing set on it lasts
 
     @cookies.setter
     def cookies(self, cookies: Any) -> None:

@@ -278,6 +278,7 @@ def test_a_cookie_a_server_sets_never_goes_back():
             for _ in range(2):
                 assert (await http.post(url, content=b"x")).content == b"ok"
             http.cookies.set("planted", "1")
+            http.cookies.update({"planted": "2"})
             http.cookies = {"planted": "1"}
             assert (await http.post(url, content=b"x")).content == b"ok"
         assert len(heads) == 3 and not any(b"cookie:" in head for head in heads)
