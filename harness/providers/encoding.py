@@ -169,7 +169,7 @@ class Pieces:
         else:
             prefix = last[2]
         new = [piece for i in range(kept, len(messages)) for piece in make(messages[i], keys[i])]
-        data = b",".join([prefix, *new]) if prefix and new else prefix or b",".join(new)
+        data = b",".join([prefix, *new] if prefix else new)
         with self._lock:
             old = self._joins.pop(head, None)
             self._joins_size += len(data) - (len(old[2]) if old is not None else 0)

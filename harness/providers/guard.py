@@ -46,13 +46,12 @@ async def resolve(host: str, port: int) -> list[str]:
     return list(dict.fromkeys(str(info[4][0]) for info in infos))
 
 
-class CheckedBackend(httpcore.AsyncNetworkBackend):
-    """A network backend (asyncio's own, `streams`) whose every TCP connection goes to an
-    address `check` allowed."""
+class CheckedBackend(AsyncioBackend):
+    """asyncio's network backend (`streams`), but every TCP connection goes to an address
+    `check` allowed."""
 
-    def __init__(self, check: ConnectCheck, inner: httpcore.AsyncNetworkBackend | None = None):
+    def __init__(self, check: ConnectCheck):
         self.check = check
-        self.inner = inner or AsyncioBackend()
 
     async def connect_tcp(
         self,
@@ -66,7 +65,7 @@ class CheckedBackend(httpcore.AsyncNetworkBackend):
         error: Exception | None = None
         for address in addresses:
             try:
-                return await self.inner.connect_tcp(
+                return await super().connect_tcp(
                     address, port, timeout, local_address, socket_options
                 )
             except httpcore.ConnectError as failed:  # the next address may answer
@@ -89,9 +88,6 @@ class CheckedBackend(httpcore.AsyncNetworkBackend):
         self, path: str, timeout: float | None = None, socket_options: Iterable[Any] | None = None
     ) -> httpcore.AsyncNetworkStream:
         raise ConnectRefused("unix sockets are not an outbound destination")
-
-    async def sleep(self, seconds: float) -> None:
-        await self.inner.sleep(seconds)
 
 
 @functools.cache
