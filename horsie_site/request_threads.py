@@ -11,12 +11,18 @@ work (a view that outlived its client's disconnect) is not given back: it finish
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 from asgiref.sync import ThreadSensitiveContext, sync_to_async
-from django.core.handlers.asgi import ASGIHandler
+from django.core import signals
+from django.core.exceptions import RequestAborted
+from django.core.handlers.asgi import ASGIHandler, get_script_prefix
+from django.http import FileResponse, HttpResponseBase
+from django.urls import set_script_prefix
 
 from sessions_app import outbox
 
@@ -67,13 +73,12 @@ class PooledASGIHandler(ASGIHandler):
     threads = RequestThreads()
 
     def load_middleware(self, is_async: bool = False) -> None:
-        """The middleware chain and the view run synchronously, in one hop to the request's
-        thread. Django's asynchronous chain ends in an asynchronous handler, so with
-        synchronous middleware (ours) and synchronous views a request hopped to its thread,
-        back to the loop at the innermost middleware, and to the thread again for the view,
-        plus a hop for each `process_view`: about 0.5 ms a request, the loop busy for each."""
+        """The middleware chain and the view run synchronously, inside `answer`'s one hop.
+        Django's asynchronous chain ends in an asynchronous handler, so with synchronous
+        middleware (ours) and synchronous views a request hopped to its thread, back to the
+        loop at the innermost middleware, and to the thread again for the view, plus a hop
+        for each `process_view`: about 0.5 ms a request, the loop busy for each."""
         super().load_middleware(is_async=False)
-        self._middleware_chain = sync_to_async(self._middleware_chain, thread_sensitive=True)
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] != "http":
@@ -85,3 +90,66 @@ class PooledASGIHandler(ASGIHandler):
                     await self.handle(scope, receive, send)
         finally:
             self.threads.give(executor)
+
+    async def handle(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        """Django's, with everything synchronous in one hop to the request's thread.
+
+        Django hops three times: to send `request_started`, to run the middleware and the
+        view, and to close the response once it is sent (which sends `request_finished`).
+        A response whose body is bytes can be closed before it is sent, as a WSGI server
+        closes it once its body is read, so `answer` does all three in one hop. A streamed
+        response is still closed after its last part. A client that goes away meanwhile
+        cancels the sending, as in Django."""
+        try:
+            body_file = await self.read_body(receive)
+        except RequestAborted:
+            return
+        set_script_prefix(get_script_prefix(scope))
+        tasks = [
+            asyncio.create_task(self.listen_for_disconnect(receive)),
+            asyncio.create_task(self.respond(scope, body_file, send)),
+        ]
+        await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+        for task in tasks:
+            if task.done():
+                try:
+                    with contextlib.suppress(RequestAborted):
+                        task.result()
+                except AssertionError:
+                    body_file.close()
+                    raise
+            else:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+        try:
+            streamed = tasks[1].result()
+        except asyncio.CancelledError:
+            await signals.request_finished.asend(sender=self.__class__)
+        else:
+            if streamed is not None:
+                await sync_to_async(streamed.close)()
+        body_file.close()
+
+    async def respond(
+        self, scope: dict[str, Any], body_file: Any, send: Any
+    ) -> HttpResponseBase | None:
+        """Answer and send; the response still to close (a streamed one), else None."""
+        response = await sync_to_async(self.answer, thread_sensitive=True)(scope, body_file)
+        with contextlib.suppress(asyncio.CancelledError):  # the client went away meanwhile
+            await self.send_response(response, send)
+        return response if response.streaming else None
+
+    def answer(self, scope: dict[str, Any], body_file: Any) -> HttpResponseBase:
+        """On the request's thread: `request_started`, the response, and its close unless it
+        is streamed."""
+        signals.request_started.send(sender=self.__class__, scope=scope)
+        request, response = self.create_request(scope, body_file)
+        if request is not None:
+            response = self.get_response(request)
+            response._handler_class = self.__class__
+            if isinstance(response, FileResponse):
+                response.block_size = self.chunk_size
+        if not response.streaming:
+            response.close()
+        return response

@@ -4,6 +4,7 @@ runs its synchronous code on the same thread, and a thread still busy is never h
 from __future__ import annotations
 
 import asyncio
+import json
 import threading
 
 import pytest
@@ -102,13 +103,83 @@ def asgi_get(path: str) -> tuple[int, bytes, list[str]]:
 
 
 @pytest.mark.django_db
-def test_the_middleware_and_the_view_run_in_one_hop_to_the_request_thread():
-    status, _, hops = asgi_get("/api/v1/openapi.json")
-    assert status == 200
-    # Django's own around the request (request_started, the response's close), and one hop
-    # for the whole chain: no `process_view` (CSRF) and no view of their own.
-    assert hops == [
-        "Signal.asend.<locals>.sync_send",
-        "convert_exception_to_response.<locals>.inner",
-        "HttpResponseBase.close",
+def test_a_request_is_one_hop_to_the_request_thread():
+    status, body, hops = asgi_get("/api/v1/openapi.json")
+    assert status == 200 and json.loads(body)["openapi"]
+    # request_started, the middleware, the view and the response's close, all in one hop:
+    # no hop of Django's own around the request, none for `process_view` (CSRF).
+    assert hops == ["PooledASGIHandler.answer"]
+
+
+def served_in_order(response: object) -> list[str]:
+    """What happens, in order, when the handler serves `response` (its view's answer): the
+    signals Django sends around a request, on which thread, and each message sent."""
+    from django.core.signals import request_finished, request_started
+
+    from horsie_site.request_threads import PooledASGIHandler
+
+    happened: list[str] = []
+    loop_thread = threading.get_ident()
+
+    def signalled(name: str):  # noqa: ANN202
+        def receiver(**_: object) -> None:
+            where = "loop" if threading.get_ident() == loop_thread else "thread"
+            happened.append(f"{name} on the {where}")
+
+        return receiver
+
+    started, finished = signalled("started"), signalled("finished")
+    request_started.connect(started)
+    request_finished.connect(finished)
+    handler = PooledASGIHandler()
+    handler.get_response = lambda request: response  # type: ignore[method-assign,assignment]
+
+    async def run() -> None:
+        inbox: asyncio.Queue[dict] = asyncio.Queue()
+        inbox.put_nowait({"type": "http.request", "body": b"", "more_body": False})
+
+        async def send(message: dict) -> None:
+            happened.append(f"{message['type']} {message.get('body', b'')!r}")
+
+        scope = {
+            "type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "GET",
+            "scheme": "http", "path": "/", "root_path": "", "query_string": b"",
+            "headers": [(b"host", b"localhost")], "server": ("localhost", 80),
+            "client": ("127.0.0.1", 1),
+        }  # fmt: skip
+        await handler(scope, inbox.get, send)
+
+    try:
+        asyncio.run(run())
+    finally:
+        request_started.disconnect(started)
+        request_finished.disconnect(finished)
+    return happened
+
+
+def test_a_response_of_bytes_is_closed_on_its_thread_then_sent():
+    from django.http import HttpResponse
+
+    assert served_in_order(HttpResponse(b"whole")) == [
+        "started on the thread",
+        "finished on the thread",
+        "http.response.start b''",
+        "http.response.body b'whole'",
+    ]
+
+
+def test_a_streamed_response_is_closed_once_its_last_part_is_sent():
+    from django.http import StreamingHttpResponse
+
+    async def parts():  # noqa: ANN202
+        yield b"one"
+        yield b"two"
+
+    assert served_in_order(StreamingHttpResponse(parts())) == [
+        "started on the thread",
+        "http.response.start b''",
+        "http.response.body b'one'",
+        "http.response.body b'two'",
+        "http.response.body b''",
+        "finished on the thread",
     ]
