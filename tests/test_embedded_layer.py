@@ -8,9 +8,7 @@ import asyncio
 import logging
 import threading
 
-from channels.layers import InMemoryChannelLayer
-
-from horsie_site.layers import EmbeddedChannelLayer
+from horsie_site.layers import SWEEP_SECONDS, EmbeddedChannelLayer, copied
 
 
 class LoopThread:
@@ -65,14 +63,14 @@ def test_a_send_that_fails_on_the_other_loop_is_logged(caplog, monkeypatch):
     receiver = LoopThread()
     try:
         received = receiving(layer, receiver, 1)
-        send = InMemoryChannelLayer.send
+        put = EmbeddedChannelLayer.put
 
         async def refused(self, channel, message):
             if message["n"] == 0:
                 raise RuntimeError("refused")
-            await send(self, channel, message)
+            await put(self, channel, message)
 
-        monkeypatch.setattr(InMemoryChannelLayer, "send", refused)
+        monkeypatch.setattr(EmbeddedChannelLayer, "put", refused)
 
         async def two() -> None:
             await layer.send("watcher", {"type": "x", "n": 0})
@@ -134,3 +132,31 @@ def test_a_group_send_reaches_every_member_past_a_full_one_each_its_own_copy():
         await layer.group_send("session.2", message)  # nobody in it: nothing happens
 
     asyncio.run(run())
+
+
+def test_a_message_is_copied_deep_whatever_it_holds():
+    inner = {"text": "hi", "tags": ["a", {"b": 1}]}
+    odd = {1, 2}
+    message = {"type": "x", "entry": inner, "pair": (inner, 1), "odd": odd, "n": 1.5, "z": None}
+    copy = copied(message)
+    assert copy == message
+    assert copy["entry"] is not inner and copy["entry"]["tags"][1] is not inner["tags"][1]
+    assert copy["pair"][0] is not inner and copy["odd"] is not odd  # the rest: by deepcopy
+
+
+def test_expired_messages_are_swept_at_most_once_a_second():
+    layer = EmbeddedChannelLayer(expiry=-1)  # every message has expired when it is put
+
+    async def put(channel: str) -> None:
+        await layer.group_add("session.1", channel)
+        await layer.send(channel, {"type": "x"})
+
+    asyncio.run(put("first"))
+    layer._clean_expired()
+    assert "first" not in layer.channels and "first" not in layer.groups.get("session.1", {})
+    asyncio.run(put("second"))
+    layer._clean_expired()  # within the second: no sweep
+    assert "second" in layer.channels
+    layer.swept -= SWEEP_SECONDS
+    layer._clean_expired()
+    assert "second" not in layer.channels and not layer.groups["session.1"]

@@ -92,7 +92,7 @@ from harness.providers.base import (
     with_retries,
 )
 from harness.providers.encoding import Pieces, array, dumps, obj, with_field
-from harness.providers.guard import ConnectCheck, client_of_loop, guarded
+from harness.providers.guard import ConnectCheck, UrlsOnce, client_of_loop, guarded
 from harness.providers.openai_chat import CUT, NO_API_KEY, _said, _status_error
 from harness.tokens import ESTIMATE, TokenCounter
 
@@ -250,7 +250,7 @@ class AnthropicProvider:
     def _client(self) -> AsyncAnthropic:
         return client_of_loop(
             self._clients,
-            lambda: AsyncAnthropic(
+            lambda: AnthropicClient(
                 api_key=self.card.api_key or NO_API_KEY,
                 base_url=self.card.base_url,
                 timeout=self.timeout,
@@ -258,6 +258,10 @@ class AnthropicProvider:
                 http_client=guarded(self.connect_check, self.timeout),
             ),
         )
+
+
+class AnthropicClient(UrlsOnce, AsyncAnthropic):
+    """The SDK's client, merging each path with the base URL once."""
 
 
 # Response: events into deltas, blocks into a whole response.

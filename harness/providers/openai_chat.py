@@ -65,7 +65,7 @@ from harness.providers.base import (
     with_retries,
 )
 from harness.providers.encoding import Pieces, Raw, dumps, obj
-from harness.providers.guard import ConnectCheck, client_of_loop, guarded
+from harness.providers.guard import ConnectCheck, UrlsOnce, client_of_loop, guarded
 from harness.providers.overflow import is_overflow
 from harness.providers.tokenizers import openai_counter
 from harness.tokens import TokenCounter
@@ -186,7 +186,7 @@ class OpenAIChatProvider:
     def _client(self) -> AsyncOpenAI:
         return client_of_loop(
             self._clients,
-            lambda: AsyncOpenAI(
+            lambda: OpenAIClient(
                 api_key=self.card.api_key or NO_API_KEY,
                 base_url=self.card.base_url,
                 timeout=self.timeout,
@@ -194,6 +194,10 @@ class OpenAIChatProvider:
                 http_client=guarded(self.connect_check, self.timeout),
             ),
         )
+
+
+class OpenAIClient(UrlsOnce, AsyncOpenAI):
+    """The SDK's client, merging each path with the base URL once."""
 
 
 # Request: our messages and tools as chat-completions JSON.

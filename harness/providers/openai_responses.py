@@ -65,7 +65,13 @@ from harness.providers.base import (
 )
 from harness.providers.encoding import Pieces, Raw, dumps, obj
 from harness.providers.guard import ConnectCheck, client_of_loop, guarded
-from harness.providers.openai_chat import CUT, NO_API_KEY, _status_error, _translated
+from harness.providers.openai_chat import (
+    CUT,
+    NO_API_KEY,
+    OpenAIClient,
+    _status_error,
+    _translated,
+)
 from harness.providers.overflow import is_overflow
 from harness.providers.tokenizers import openai_counter
 from harness.tokens import TokenCounter
@@ -180,7 +186,7 @@ class OpenAIResponsesProvider:
     def _client(self) -> AsyncOpenAI:
         return client_of_loop(
             self._clients,
-            lambda: AsyncOpenAI(
+            lambda: OpenAIClient(
                 api_key=self.card.api_key or NO_API_KEY,
                 base_url=self.card.base_url,
                 timeout=self.timeout,

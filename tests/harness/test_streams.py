@@ -293,3 +293,27 @@ def test_a_backend_refuses_unix_sockets():
             await AsyncioBackend().connect_unix_socket("/run/anything.sock")
 
     run(main())
+
+
+@pytest.mark.parametrize("wire", ["openai", "anthropic"])
+def test_an_sdk_client_merges_each_path_with_its_base_url_once(wire):
+    from openai import AsyncOpenAI
+
+    from harness.providers.anthropic import AnthropicClient
+    from harness.providers.openai_chat import OpenAIClient
+
+    make = OpenAIClient if wire == "openai" else AnthropicClient
+    client = make(api_key="k", base_url="http://models.example/v1")
+    plain = AsyncOpenAI(api_key="k", base_url="http://models.example/v1")
+    first = client._prepare_url("/chat/completions")
+    assert first == plain._prepare_url("/chat/completions")
+    assert str(first) == "http://models.example/v1/chat/completions"
+    assert client._prepare_url("/chat/completions") is first  # merged once
+    assert str(client._prepare_url("https://elsewhere.example/x")) == "https://elsewhere.example/x"
+    client.base_url = "http://other.example/api"  # a new base URL: merged anew
+    assert (
+        str(client._prepare_url("/chat/completions")) == "http://other.example/api/chat/completions"
+    )
+    for n in range(100):  # never more than a few dozen kept
+        client._prepare_url(f"/responses/{n}")
+    assert len(client.__dict__["_urls_merged"][1]) <= client.KEPT
