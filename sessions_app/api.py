@@ -6,7 +6,6 @@ import contextlib
 from collections.abc import Iterator
 from typing import Any
 
-from asgiref.sync import async_to_sync
 from django.db import transaction
 from django.db.models import ProtectedError
 from django.http import HttpRequest
@@ -47,7 +46,7 @@ from sessions_app.schemas import (
     entry_out,
     session_out,
 )
-from sessions_app.waiting import wait_settled
+from sessions_app.waiting import settled_status
 from skills_app import panels as skills_panels
 from teams_app.models import Team
 from teams_app.selectors import team_for_create
@@ -288,7 +287,7 @@ def message_post(
         return Status(202, {**body, "session": posted.session})
     if wait is None:
         return Status(202, body)
-    status = async_to_sync(wait_settled)(session.pk, wait)
+    status = settled_status(session.pk, wait)
     entries, _ = entries_since_out(session.pk, before)
     return Status(200, {**body, "status": status, "entries": entries})
 
@@ -330,7 +329,7 @@ def fork_post(
     with refused_as_http():
         child = branching.session_fork(parent=parent, user=request.user, document=document)
     if wait:
-        async_to_sync(wait_settled)(child.pk, wait)
+        settled_status(child.pk, wait)
         child.refresh_from_db()
     return Status(201, session_detail_json(child))
 

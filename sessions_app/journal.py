@@ -69,10 +69,13 @@ def state_now(session_id: int) -> SessionState:
     kept = _KEPT.get((str(connection.settings_dict["NAME"]), session_id))
     with kept.lock:
         if kept.state is not None:
-            rows = state_tail(session_id, kept.state.seq)
-            if rows and rows[0][0] == kept.state.seq and rows[0][3:] == kept.mark:
-                new = (LogEntry(seq=seq, kind=kind, data=data) for seq, kind, data, *_ in rows[1:])
-                kept.state, kept.mark = fold(new, kept.state), rows[-1][3:]
+            start = kept.state.seq
+            rows = state_tail(session_id, start)
+            after = rows if start == 0 else rows[1:]
+            if start == 0 or (rows and rows[0][0] == start and rows[0][3:] == kept.mark):
+                new = (LogEntry(seq=seq, kind=kind, data=data) for seq, kind, data, *_ in after)
+                kept.state = fold(new, kept.state)
+                kept.mark = after[-1][3:] if after else kept.mark
                 return kept.state
         snapshots = latest_snapshot(session_id)
         base = deserialise(snapshots[0][1]) if snapshots else None
@@ -86,6 +89,14 @@ def state_now(session_id: int) -> SessionState:
             mark = end.values_list("id", "created_at").first()
         kept.state, kept.mark = (state, tuple(mark)) if mark else (None, None)
         return state
+
+
+def state_empty(session_id: int) -> None:
+    """A session made in this process starts with the empty state, at seq 0: its first
+    `state_now` is then one query from seq 1, right whichever log it turns out to be."""
+    kept = _KEPT.get((str(connection.settings_dict["NAME"]), session_id))
+    with kept.lock:
+        kept.state, kept.mark = SessionState(), None
 
 
 @compiled.select(int)

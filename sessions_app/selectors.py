@@ -215,6 +215,7 @@ def context_entries_now(session_id: int, upto: int | None = None) -> list[LogEnt
 
 
 Mark = tuple[int, int, Any]  # an entry's seq, id and created_at: which log it belongs to
+EMPTY_LOG: Mark = (0, 0, None)  # before the first entry of a log known to be empty
 
 
 @dataclass
@@ -225,22 +226,31 @@ class KeptContext:
     entries since, unless a boundary came: then it is read whole again. The last entry is
     read again with the new ones and must be the very row kept (id and time, not just seq):
     a session id reused in another database, or after a test's rollback, starts afresh.
+    A session made in this process starts `empty`: its first read is then one query from
+    seq 1, the whole log, right whichever log it turns out to be.
     """
 
     entries: list[LogEntry] = field(default_factory=list)
     last: Mark | None = None
     lock: threading.Lock = field(default_factory=threading.Lock)
 
+    def empty(self) -> None:
+        with self.lock:
+            self.entries, self.last = [], EMPTY_LOG
+
     def read_on(self, session_id: int) -> list[LogEntry]:
         if self.last is not None:
             seq, pk, created = self.last
             rows = context_tail(session_id, seq)
-            same_log = bool(rows) and rows[0][0] == seq and rows[0][5:] == (pk, created)
-            if same_log and not any(row[1] == "boundary" for row in rows[1:]):
-                if len(rows) > 1:
-                    new = [row_entry(row[:5]) for row in rows[1:] if row[1] in MODEL_VISIBLE]
+            after = rows if seq == 0 else rows[1:]
+            same_log = seq == 0 or (
+                bool(rows) and rows[0][0] == seq and rows[0][5:] == (pk, created)
+            )
+            if same_log and not any(row[1] == "boundary" for row in after):
+                if after:
+                    new = [row_entry(row[:5]) for row in after if row[1] in MODEL_VISIBLE]
                     self.entries = self.entries + new
-                    self.last = rows[-1][0], rows[-1][5], rows[-1][6]
+                    self.last = after[-1][0], after[-1][5], after[-1][6]
                 return self.entries
         marks = last_mark(session_id)
         mark = marks[0] if marks else None

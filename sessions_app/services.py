@@ -25,11 +25,11 @@ from horsie_site import compiled
 from horsie_site.inputs import SEQ_MAX, text_problem
 from sessions_app import events, outbox
 from sessions_app.commands import registry_of
-from sessions_app.journal import journal_apply, state_load, state_now
+from sessions_app.journal import journal_apply, state_empty, state_load, state_now
 from sessions_app.leases import lease_release, lease_take, lease_take_over
 from sessions_app.models import AgentPreset, Entry, ModelCard, QueuedInput, Session
 from sessions_app.schemas import entry_out
-from sessions_app.selectors import context_entries_now
+from sessions_app.selectors import context_entries_now, kept_context
 from teams_app.models import Team
 
 SELECTION_FIELDS = (
@@ -162,10 +162,18 @@ def session_create(*, user: Any, team: Team, fields: Mapping[str, Any]) -> Sessi
         default = getattr(Session, name).field.get_default()
         setattr(session, name, pick(fields, preset, name, default))
     session.save()
+    log_started_empty(session.pk)
     from sessions_app.dispatcher import provider_prepare
 
     provider_prepare(card)  # its first turn is likely seconds away
     return session
+
+
+def log_started_empty(session_id: int) -> None:
+    """A new session's log is empty: its first turn reads its context and state on from
+    there, one query each, not as a session this process has never read (three more)."""
+    kept_context(session_id).empty()
+    state_empty(session_id)
 
 
 def default_card(team: Team) -> ModelCard:

@@ -23,7 +23,7 @@ import logging
 from django.db import transaction
 
 from sessions_app.models import Entry, QueuedInput, Session
-from sessions_app.services import SELECTION_FIELDS, turn_start
+from sessions_app.services import SELECTION_FIELDS, log_started_empty, turn_start
 from sessions_app.threads import db
 from skills_app.models import SubagentType
 from skills_app.selectors import subagent_types_selected
@@ -69,6 +69,7 @@ def child_of(parent: Session, kind: SubagentType, task: str) -> Session:
     for name in SELECTION_FIELDS:
         setattr(child, name, getattr(parent, name))
     child.save()
+    log_started_empty(child.pk)
     return child
 
 

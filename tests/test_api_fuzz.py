@@ -58,11 +58,11 @@ def acme(db, personas, card, monkeypatch):
     from sessions_app import dispatcher, services
     from sessions_app.models import AgentPreset
 
-    async def settled_at_once(session_id, seconds):
+    def settled_at_once(session_id, seconds):
         return "idle"
 
     monkeypatch.setattr(dispatcher, "turn_dispatch", lambda session_id, lease: None)
-    monkeypatch.setattr(session_api, "wait_settled", settled_at_once)
+    monkeypatch.setattr(session_api, "settled_status", settled_at_once)
     preset = AgentPreset.objects.create(team=personas["acme"], name="Preset", model=card)
     session = services.session_create(
         user=personas["alice"][0], team=personas["acme"], fields={"model": card}

@@ -117,3 +117,23 @@ def test_pool_size_zero_opens_anew_every_time(handler):
     connections = handler(size=0)
     first = on_a_thread(lambda: used(connections))
     assert on_a_thread(lambda: used(connections)) is not first
+
+
+def test_a_statement_is_converted_once_and_as_django_converts_it(handler):
+    from django.db.backends.sqlite3.base import SQLiteCursorWrapper
+
+    from horsie_site.sqlite import base
+
+    connection = handler()["default"]
+    statement = "SELECT %s, '100%%', %s || 'x' WHERE %s = %s"
+    base.qmark.cache_clear()
+    with connection.cursor() as cursor:
+        for _ in range(3):
+            cursor.execute(statement, [1, "a", 2, 2])
+            assert cursor.fetchone() == (1, "100%", "ax")
+        cursor.execute("SELECT %(one)s + %(two)s", {"one": 1, "two": 2})  # pyformat: as Django's
+        assert cursor.fetchone() == (3,)
+    assert base.qmark.cache_info().misses == 1 and base.qmark.cache_info().hits == 2
+    expected = SQLiteCursorWrapper.convert_query(None, statement)
+    assert base.qmark(statement) == expected == "SELECT ?, '100%', ? || 'x' WHERE ? = ?"
+    connection.close()

@@ -8,10 +8,15 @@ takes it from there. Only a clean one goes back (no transaction open, no error s
 last commit or rollback, a file database); anything else is closed for real. The pool is
 keyed by the database file a connection was opened on, so a test database never hands out
 a connection to another.
+
+Its cursors convert a statement from Django's `%s` style to SQLite's `?` once per distinct
+statement, not on every execution: a regular expression over the whole SQL, about 3% of a
+turn's CPU, for statements that are the same every time.
 """
 
 from __future__ import annotations
 
+import functools
 import sqlite3
 import threading
 from typing import Any
@@ -41,6 +46,18 @@ class Pool:
 POOL = Pool()
 
 
+@functools.lru_cache(maxsize=1024)
+def qmark(query: str) -> str:
+    return base.SQLiteCursorWrapper.convert_query(None, query)  # type: ignore[arg-type]
+
+
+class CursorWrapper(base.SQLiteCursorWrapper):
+    def convert_query(self, query: str, *, param_names: list[str] | None = None) -> str:
+        if param_names is None:
+            return qmark(query)
+        return super().convert_query(query, param_names=param_names)
+
+
 class DatabaseWrapper(base.DatabaseWrapper):
     pooled_on: str | None = None
 
@@ -52,6 +69,9 @@ class DatabaseWrapper(base.DatabaseWrapper):
         params = super().get_connection_params()
         params.pop("pool_size", None)
         return params
+
+    def create_cursor(self, name: str | None = None) -> CursorWrapper:
+        return self.connection.cursor(factory=CursorWrapper)  # type: ignore[no-any-return]
 
     def get_new_connection(self, conn_params: dict[str, Any]) -> sqlite3.Connection:
         name = str(conn_params["database"])

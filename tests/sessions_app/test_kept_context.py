@@ -109,3 +109,29 @@ def test_the_state_is_read_on_too_and_equals_a_whole_read(session):
     session.save(update_fields=["last_seq"])
     turn(session.pk, 1)
     assert state_now(session.pk) == state_load(session.pk)[0]
+
+
+def test_a_session_made_here_is_read_on_from_its_empty_log_whatever_log_it_meets(session):
+    from sessions_app.journal import state_load, state_now
+    from sessions_app.services import log_started_empty
+
+    # `session_create` started it empty: the first reads are one query each.
+    turn(session.pk, 1)
+    with CaptureQueriesContext(connection) as queries:
+        entries, state = context_entries_now(session.pk), state_now(session.pk)
+    assert len(queries) == 2, [q["sql"] for q in queries]
+    assert entries == whole(session.pk) and state == state_load(session.pk)[0]
+    # Told empty, but the id names a log with a boundary (another database, a rollback):
+    # read on from seq 1, the boundary is met and the context is read whole.
+    entry_append(
+        session_id=session.pk, kind="boundary", content="summary",
+        data={"first_kept_seq": 3, "trigger": "manual"},
+    )  # fmt: skip
+    turn(session.pk, 2)
+    log_started_empty(session.pk)
+    assert context_entries_now(session.pk) == whole(session.pk)
+    assert [e.seq for e in context_entries_now(session.pk)] == [3, 4, 5, 7]
+    assert state_now(session.pk) == state_load(session.pk)[0]
+    turn(session.pk, 3)  # and on from there as usual
+    assert context_entries_now(session.pk) == whole(session.pk)
+    assert state_now(session.pk) == state_load(session.pk)[0]

@@ -5,6 +5,7 @@ the turn's path fails here and has to say why."""
 
 from __future__ import annotations
 
+import re
 import threading
 from collections import Counter
 
@@ -74,3 +75,24 @@ def test_one_turn_through_http_costs_at_most_its_queries(
     assert [e["kind"] for e in answer["entries"]] == ["user", "assistant"]
     print("QUERIES", len(queries.statements))
     assert len(queries.statements) <= TURN_QUERIES, queries.by_kind().most_common()
+
+
+def test_a_new_sessions_first_turn_costs_what_a_later_one_does(
+    api_for, session, scripted, monkeypatch, runs
+):
+    """Made in this process, its log is known empty: its context and state are read on from
+    there (one query each), not read whole as an unknown session's are (three more)."""
+    queries = Queries(monkeypatch)
+    api = api_for("alice")
+    path = f"/sessions/{session.pk}/messages?wait=30"
+    assert api.get(f"/sessions/{session.pk}").status_code == 200  # the token's first use
+    turns = []
+    for text in ("the first turn", "the second turn"):
+        queries.statements, queries.on = [], True
+        answer = api.post(path, {"text": text}).json()
+        runs.pop().result(timeout=30)
+        queries.on = False
+        assert [e["kind"] for e in answer["entries"]] == ["user", "assistant"]
+        turns.append(sorted(re.sub(r"\s+", " ", sql) for sql in queries.statements))
+    assert turns[0] == turns[1]
+    assert len(turns[0]) <= TURN_QUERIES
