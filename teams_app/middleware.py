@@ -21,7 +21,9 @@ class CurrentTeamMiddleware:
     def __call__(self, request: HttpRequest) -> HttpResponse:
         request.team_list = []  # type: ignore[attr-defined]
         request.team = None  # type: ignore[attr-defined]
-        if request.user.is_authenticated and not request.path.startswith("/api/"):
+        # The path first: an API request's user is its token's, which resolving the lazy
+        # browser user here would only duplicate (a session lookup per call).
+        if not request.path.startswith("/api/") and request.user.is_authenticated:
             teams = list(teams_of(request.user))
             wanted = request.session.get("team_id")
             chosen = [team for team in teams if team.pk == wanted]
@@ -47,8 +49,8 @@ class OneTimePasswordMiddleware:
         return self.get_response(request)
 
     def _held(self, request: HttpRequest) -> bool:
-        if request.path in (reverse("password_change"), reverse("login"), reverse("logout")):
-            return False
         if request.path.startswith("/api/"):  # the API's session auth holds it (403)
+            return False
+        if request.path in (reverse("password_change"), reverse("login"), reverse("logout")):
             return False
         return must_change_password(request.user)

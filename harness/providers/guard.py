@@ -26,6 +26,7 @@ import httpcore
 import httpx
 
 from harness.providers.base import ProviderError
+from harness.providers.http11 import Http11Transport
 from harness.providers.streams import AsyncioBackend
 
 # (host, address) -> None, or raises ValueError saying why the address is refused.
@@ -138,16 +139,7 @@ class UrlsOnce:
 
 def checked_client(check: ConnectCheck, timeout: float) -> httpx.AsyncClient:
     """An httpx client for an SDK (`http_client=`), connecting only where `check` allows."""
-    transport = httpx.AsyncHTTPTransport(verify=tls_context(), trust_env=False)
-    # httpx builds its pool without a way to pass the backend; the pool itself is public
-    # httpcore API, so it is rebuilt with the same defaults and the checked backend.
-    transport._pool = httpcore.AsyncConnectionPool(
-        ssl_context=tls_context(),
-        max_connections=100,
-        max_keepalive_connections=20,
-        keepalive_expiry=5.0,
-        network_backend=CheckedBackend(check),
-    )
+    transport = Http11Transport(CheckedBackend(check), tls_context())
     return ApiClient(transport=transport, timeout=timeout, trust_env=False, follow_redirects=True)
 
 

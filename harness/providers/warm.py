@@ -5,7 +5,7 @@ The `openai` SDK imports its resources lazily on first use (`client.chat` alone 
 context loads the trusted certificates. Left to the first turn of a process (or of a new
 card), that is most of a second before its first delta. `warm_all()` does it once at start:
 one streamed call through each SDK's real code path, answered in memory by a canned reply
-(no network: httpcore's `AsyncMockBackend` serves it), and the shared TLS context of
+(no network: httpcore's `AsyncMockBackend` serves it to the wires' `http11` transport), and the shared TLS context of
 `guard`. A wire whose SDK is not installed is skipped. What the warming
 loaded is then frozen out of the garbage collector's full walks (`warm_then_freeze`, which a
 serving process runs on a thread of its own once it serves: `horsie_site.readiness`).
@@ -25,6 +25,7 @@ import httpcore
 import httpx
 
 from harness.providers.guard import tls_context
+from harness.providers.http11 import Http11Transport
 
 log = logging.getLogger(__name__)
 WARM_HOST = "warm.invalid"  # never resolved: the mock backend answers in memory
@@ -39,17 +40,14 @@ CHUNK = {
 
 
 def canned_client() -> httpx.AsyncClient:
-    """A client whose pool, connection and HTTP/1.1 parsing are httpcore's own, as on a turn,
-    reading a canned stream from memory (`AsyncMockBackend`): what they import and build on
-    first use (anyio's asyncio backend, h11) is paid here, not by the first turn."""
+    """A client whose transport is the wires' own (`http11`), as on a turn, reading a canned
+    stream from memory (httpcore's `AsyncMockBackend`): what it builds on first use is paid
+    here, not by the first turn."""
     done = {**CHUNK, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}
     events = "".join(f"data: {json.dumps(item)}\n\n" for item in (CHUNK, done))
     body = (events + "data: [DONE]\n\n").encode()
     head = b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncontent-length: %d\r\n\r\n"
-    transport = httpx.AsyncHTTPTransport()
-    transport._pool = httpcore.AsyncConnectionPool(  # as `guard.checked_client` does
-        network_backend=httpcore.AsyncMockBackend([head % len(body), body])
-    )
+    transport = Http11Transport(httpcore.AsyncMockBackend([head % len(body), body]), None)
     return httpx.AsyncClient(transport=transport)
 
 

@@ -25,8 +25,8 @@ def test_warm_pays_the_lazy_imports_and_the_tls_context_without_connecting(monke
 def test_clients_share_the_one_tls_context():
     first = guard.checked_client(lambda host, address: None, 5.0)
     second = guard.checked_client(lambda host, address: None, 5.0)
-    pools = [client._transport._pool for client in (first, second)]  # type: ignore[attr-defined]
-    assert pools[0]._ssl_context is pools[1]._ssl_context is guard.tls_context()
+    transports = [client._transport for client in (first, second)]  # type: ignore[attr-defined]
+    assert transports[0].ssl_context is transports[1].ssl_context is guard.tls_context()
 
 
 def test_warming_freezes_what_it_loaded_out_of_full_collections():
@@ -59,22 +59,17 @@ def test_a_serving_process_freezes_what_it_loaded_before_serving():
     assert int(done.stdout.split()[-1]) > 100_000
 
 
-def test_warming_goes_through_the_real_connection_pool():
-    """A turn's request passes httpcore's pool, whose first use imports anyio's asyncio
-    backend (~10 ms); warming takes the same path, in a process that has not loaded it."""
-    import subprocess
-    from pathlib import Path
+def test_warming_goes_through_the_wires_transport(monkeypatch):
+    """A turn's request passes the wires' HTTP/1.1 transport; warming takes the same path."""
+    from harness.providers import http11
 
-    code = (
-        "import asyncio, sys; from harness.providers import warm; "
-        "asyncio.run(warm.warm_all()); print('anyio._backends._asyncio' in sys.modules)"
-    )
-    done = subprocess.run(
-        [sys.executable, "-c", code],
-        cwd=Path(__file__).resolve().parents[2],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.split()[-1] == "True"
+    hosts = []
+    handle = http11.Http11Transport.handle_async_request
+
+    async def counted(self, request):
+        hosts.append(request.url.host)
+        return await handle(self, request)
+
+    monkeypatch.setattr(http11.Http11Transport, "handle_async_request", counted)
+    asyncio.run(warm.warm_all())
+    assert hosts == [warm.WARM_HOST]
