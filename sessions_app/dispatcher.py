@@ -71,8 +71,32 @@ class TurnThread:
 
     def submit(self, coroutine: Coroutine[Any, Any, None]) -> Future[None]:
         """Start a turn on this loop in a fresh context: a task must not inherit the
-        submitting request's context (asgiref's executors live there and die with it)."""
-        return contextvars.Context().run(asyncio.run_coroutine_threadsafe, coroutine, self.loop)
+        submitting request's context (asgiref's executors live there and die with it).
+        Submitted on the loop itself (a delivered dispatch), the task is made at once, with
+        no wake-up of the loop through its pipe."""
+        loop = self.loop
+        if running_loop() is not loop:
+            return contextvars.Context().run(asyncio.run_coroutine_threadsafe, coroutine, loop)
+        done: Future[None] = Future()
+        task = contextvars.Context().run(loop.create_task, coroutine)
+        task.add_done_callback(lambda ran: settle(done, ran))
+        return done
+
+
+def running_loop() -> asyncio.AbstractEventLoop | None:
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None
+
+
+def settle(done: Future[None], ran: asyncio.Task[None]) -> None:
+    if ran.cancelled():
+        done.cancel()
+    elif ran.exception() is not None:
+        done.set_exception(ran.exception())  # type: ignore[arg-type]
+    else:
+        done.set_result(ran.result())
 
 
 def serving_loop() -> asyncio.AbstractEventLoop | None:
@@ -118,14 +142,22 @@ def turn_dispatch(session_id: int, lease: str) -> None:
 
 
 def turn_send(session_id: int, lease: str) -> None:
+    """After commit: in-process, the turn's setup is read here, on the committing thread
+    (`worker.setup_ahead`), and handed over with the turn."""
+    if settings.HORSIE["DISPATCH"] == "inprocess":
+        from sessions_app.worker import setup_ahead
+
+        ahead = setup_ahead(session_id, lease)
+        outbox.post(lambda: turn_deliver(session_id, lease, ahead))
+        return
     outbox.post(lambda: turn_deliver(session_id, lease))
 
 
-async def turn_deliver(session_id: int, lease: str) -> None:
+async def turn_deliver(session_id: int, lease: str, ahead: Any = None) -> None:
     if settings.HORSIE["DISPATCH"] == "inprocess":
         from sessions_app.worker import drive_session
 
-        TurnThread.get().submit(drive_session(session_id, lease))
+        TurnThread.get().submit(drive_session(session_id, lease, ahead))
         return
     layer = get_channel_layer()
     assert layer is not None, "HORSIE_DISPATCH=channels needs a channel layer"

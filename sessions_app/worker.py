@@ -76,11 +76,25 @@ def turn_setup(session_id: int, lease: str) -> Setup:
     )
 
 
-async def drive_session(session_id: int, lease: str) -> None:
+def setup_ahead(session_id: int, lease: str) -> Setup | Exception:
+    """`turn_setup` on the dispatching thread, once the input is committed (in-process
+    dispatch): the runner starts with it and makes no trip to a thread and back for it.
+    Its failure is handed to the runner, which reports it as its own."""
+    try:
+        return turn_setup(session_id, lease)
+    except Exception as error:
+        return error
+
+
+async def drive_session(
+    session_id: int, lease: str, ahead: Setup | Exception | None = None
+) -> None:
     store: OrmTranscriptStore | None = None
     subagent = True  # unknown until set up: ask
     try:
-        setup = await db(turn_setup)(session_id, lease)
+        if isinstance(ahead, Exception):
+            raise ahead
+        setup = ahead or await db(turn_setup)(session_id, lease)
         store, subagent = setup.deps.store, setup.subagent  # type: ignore[assignment]
         assert store is not None
         await with_heartbeat(run_session(setup), session_id, store)
