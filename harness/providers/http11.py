@@ -55,7 +55,8 @@ def as_httpx() -> Iterator[None]:
     try:
         yield
     except tuple(ERRORS) as error:
-        raise ERRORS[type(error)](str(error)) from error
+        kind = next(ERRORS[k] for k in type(error).__mro__ if k in ERRORS)
+        raise kind(str(error)) from error
 
 
 class Connection:
