@@ -66,11 +66,18 @@ class Blocks(Sequence[Block]):
     count is its estimate scaled again, so a call that needs only the sums (every model call)
     reads no text, and the blocks themselves are made again only when looked at."""
 
-    def __init__(self, fixed: Sequence[Block], entries: Sequence[Block], counter: TokenCounter):
+    def __init__(
+        self,
+        fixed: Sequence[Block],
+        entries: Sequence[Block],
+        counter: TokenCounter,
+        kept: Sums | None = None,
+    ):
         self._fixed, self._entries, self._counter = fixed, entries, counter
+        self._kept = kept  # the sums of the first `kept.count` entry blocks, from earlier calls
         self._made: tuple[Block, ...] | None = None
         self._tokens: int | None = None
-        self._estimate: int | None = None  # both asked more than once a call, at O(blocks)
+        self._estimate: int | None = None  # both asked more than once a call
 
     def _all(self) -> tuple[Block, ...]:
         if self._made is None:
@@ -101,7 +108,10 @@ class Blocks(Sequence[Block]):
             counter = self._counter
             fixed = sum(block.tokens for block in self._fixed)
             if isinstance(counter, Estimate):
-                scaled = sum(map(counter.scaled, [block.estimate for block in self._entries]))
+                kept = self._kept
+                start, scaled = (kept.count, kept.scaled(counter)) if kept else (0, 0)
+                rest = self._entries[start:]
+                scaled += sum(map(counter.scaled, [block.estimate for block in rest]))
                 entries = scaled + counter.overhead * len(self._entries)
             else:
                 entries = sum(block.tokens for block in self._entries)
@@ -111,10 +121,45 @@ class Blocks(Sequence[Block]):
     @property
     def estimate(self) -> int:
         if self._estimate is None:
-            self._estimate = sum(block.estimate for block in self._fixed) + sum(
-                block.estimate for block in self._entries
+            kept = self._kept
+            start, raw = (kept.count, kept.raw()) if kept else (0, 0)
+            rest = self._entries[start:]
+            self._estimate = (
+                sum(block.estimate for block in self._fixed)
+                + raw
+                + sum(block.estimate for block in rest)
             )
         return self._estimate
+
+
+class Sums:
+    """The sums over a session's kept entry blocks (`Run`), worked out when first asked and
+    from the previous run's sums where it has them: a call pays for its new blocks, not
+    for every block in context again. `blocks` begins with `base`'s blocks."""
+
+    def __init__(self, blocks: Sequence[Block], base: Sums | None) -> None:
+        self.blocks, self.count, self.base = blocks, len(blocks), base
+        if base is not None and base.base is not None:
+            base.base.base = None  # only the last two runs' sums are ever read on from
+        self._scaled: tuple[Estimate, int] | None = None
+        self._raw: int | None = None
+
+    def scaled(self, counter: Estimate) -> int:
+        if self._scaled is None or self._scaled[0] != counter:
+            base = self.base
+            start, total = 0, 0
+            if base is not None and base._scaled is not None and base._scaled[0] == counter:
+                start, total = base.count, base._scaled[1]
+            rest = [block.estimate for block in self.blocks[start:]]
+            self._scaled = counter, total + sum(map(counter.scaled, rest))
+        return self._scaled[1]
+
+    def raw(self) -> int:
+        if self._raw is None:
+            base = self.base
+            start, total = (base.count, base._raw) if base and base._raw is not None else (0, 0)
+            self._raw = total + sum(block.estimate for block in self.blocks[start:])
+        return self._raw
 
 
 def recounted(blocks: Sequence[Block], counter: TokenCounter) -> list[Block]:
@@ -203,8 +248,10 @@ def assemble(
     if boundary is not None:
         after = boundary_blocks(boundary, counter)
         carried = boundary.data.get("carried") or {}
-        shown = loads_in_view(visible, view.cleared_before)
-        loaded = [str(n) for n in carried.get("loaded_skills") or () if str(n) not in shown]
+        loaded = [str(n) for n in carried.get("loaded_skills") or ()]
+        if loaded:  # only then is it worth a walk over the entries
+            shown = loads_in_view(visible, view.cleared_before)
+            loaded = [name for name in loaded if name not in shown]
         if loaded:
             attached = loaded_skills_text(loaded, skills, counter, skills_budget)
             dropped = attached.dropped
@@ -218,6 +265,7 @@ def assemble(
             blocks.append(block)
             messages.append(fixed(cache, UserMessage(text=block.text)))
     head = len(messages)
+    kept: Sums | None = None
     if cache is None:
         shortened: list[int] = []
         entry_blocks: list[Block] = []
@@ -227,10 +275,10 @@ def assemble(
     else:
         part = entries_part(visible, view, cache)
         messages += part.messages
-        entry_blocks, shortened = part.blocks, part.shortened
+        entry_blocks, shortened, kept = part.blocks, part.shortened, part.sums
         cache.keep_only(visible, messages[:head])
     return Context(
-        blocks=Blocks(blocks, entry_blocks, counter),
+        blocks=Blocks(blocks, entry_blocks, counter, kept),
         messages=tuple(messages),
         tools=tuple(tools),
         shortened=tuple(shortened),
@@ -247,6 +295,7 @@ class Part:
     messages: list[Message]
     blocks: list[Block]
     shortened: list[int]
+    sums: Sums | None = None  # of its first blocks: those of the run it went on from
 
 
 @dataclass(kw_only=True)
@@ -265,6 +314,7 @@ class Run:
     part: Part
     longest: str  # the longest text shown whole (or only for `preview_chars`), to recount
     limited: bool
+    sums: Sums | None = None  # of `part.blocks`
 
 
 def entries_part(visible: Sequence[LogEntry], view: View, cache: EntryCache) -> Part:
@@ -284,6 +334,7 @@ def entries_part(visible: Sequence[LogEntry], view: View, cache: EntryCache) -> 
             messages=list(kept.messages),
             blocks=list(kept.blocks),  # counted under an earlier calibration: see `Blocks`
             shortened=list(kept.shortened),
+            sums=run.sums,
         )
     open_calls: dict[str, tuple[LogEntry, ToolCall]] = {}
     stable = (start, len(part.messages), len(part.shortened), longest, limited)
@@ -317,17 +368,17 @@ def entries_part(visible: Sequence[LogEntry], view: View, cache: EntryCache) -> 
         if not open_calls:
             stable = (index + 1, len(part.messages), len(part.shortened), longest, limited)
     upto, made, shown_short, longest, limited = stable
+    blocks = part.blocks[:made]
     cache.run = Run(
         key=key,
         counter=counter,
         entries=list(visible[:upto]),
         part=Part(
-            messages=part.messages[:made],
-            blocks=part.blocks[:made],
-            shortened=part.shortened[:shown_short],
+            messages=part.messages[:made], blocks=blocks, shortened=part.shortened[:shown_short]
         ),
         longest=longest,
         limited=limited,
+        sums=Sums(blocks, part.sums),
     )
     for closed in close_open_calls(open_calls):
         emit(*closed)
@@ -394,7 +445,15 @@ class View:
 
 
 def latest_boundary(entries: Sequence[LogEntry]) -> LogEntry | None:
-    return next((e for e in reversed(entries) if e.kind == "boundary"), None)
+    kinds = list(map(KIND, entries))  # at C speed: it runs on every call, over the context
+    kinds.reverse()
+    try:
+        return entries[len(kinds) - 1 - kinds.index("boundary")]
+    except ValueError:
+        return None
+
+
+KIND = operator.attrgetter("kind")
 
 
 def boundary_blocks(boundary: LogEntry, counter: TokenCounter = ESTIMATE) -> list[Block]:

@@ -242,3 +242,28 @@ def test_a_joined_body_grows_from_the_last_one_only_when_it_begins_with_it() -> 
     assert pieces.joined(equal, never[:3], make) == b"a,A,b,B"
     assert made == [ms[2]]
     assert pieces.joined([], (), make) == b""
+
+
+def test_the_next_call_sums_its_tokens_over_its_new_blocks_alone(monkeypatch) -> None:
+    """Read on, the blocks kept from the last call are summed from that call's sums: the
+    next call scales its new blocks' estimates, not every block in context again."""
+    from harness.tokens import Estimate
+
+    scaled: list[int] = []
+    scale = Estimate.scaled
+    monkeypatch.setattr(
+        Estimate, "scaled", lambda self, raw: scaled.append(raw) or scale(self, raw)
+    )
+    cache = EntryCache()
+    log = [entry for n in range(2, 60) for entry in turn(1 + 4 * n, n)]
+    for extra in range(3):  # the sums of the last call are known to the next
+        log += turn(1 + 4 * (60 + extra), 60 + extra)
+        first = view(context_entries(log, fresh=False), 0, cache).context
+        assert first.tokens == view(context_entries(log), 0, None).context.tokens
+    log += turn(1 + 4 * 70, 70)
+    grown = view(context_entries(log, fresh=False), 0, cache).context
+    scaled.clear()
+    total, estimate = grown.tokens, grown.estimate
+    assert 0 < len(scaled) <= 8 < len(grown.blocks)  # the new blocks' (an open loop's at most)
+    plain = view(context_entries(log), 0, None).context
+    assert (total, estimate) == (plain.tokens, plain.estimate)
