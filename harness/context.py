@@ -110,8 +110,7 @@ class Blocks(Sequence[Block]):
             if isinstance(counter, Estimate):
                 kept = self._kept
                 start, scaled = (kept.count, kept.scaled(counter)) if kept else (0, 0)
-                rest = self._entries[start:]
-                scaled += sum(map(counter.scaled, [block.estimate for block in rest]))
+                scaled += counter.scaled_sum(map(RAW, self._entries[start:]))
                 entries = scaled + counter.overhead * len(self._entries)
             else:
                 entries = sum(block.tokens for block in self._entries)
@@ -124,11 +123,7 @@ class Blocks(Sequence[Block]):
             kept = self._kept
             start, raw = (kept.count, kept.raw()) if kept else (0, 0)
             rest = self._entries[start:]
-            self._estimate = (
-                sum(block.estimate for block in self._fixed)
-                + raw
-                + sum(block.estimate for block in rest)
-            )
+            self._estimate = sum(map(RAW, self._fixed)) + raw + sum(map(RAW, rest))
         return self._estimate
 
 
@@ -150,15 +145,14 @@ class Sums:
             start, total = 0, 0
             if base is not None and base._scaled is not None and base._scaled[0] == counter:
                 start, total = base.count, base._scaled[1]
-            rest = [block.estimate for block in self.blocks[start:]]
-            self._scaled = counter, total + sum(map(counter.scaled, rest))
+            self._scaled = counter, total + counter.scaled_sum(map(RAW, self.blocks[start:]))
         return self._scaled[1]
 
     def raw(self) -> int:
         if self._raw is None:
             base = self.base
             start, total = (base.count, base._raw) if base and base._raw is not None else (0, 0)
-            self._raw = total + sum(block.estimate for block in self.blocks[start:])
+            self._raw = total + sum(map(RAW, self.blocks[start:]))
         return self._raw
 
 
@@ -454,6 +448,7 @@ def latest_boundary(entries: Sequence[LogEntry]) -> LogEntry | None:
 
 
 KIND = operator.attrgetter("kind")
+RAW = operator.attrgetter("estimate")  # a block's raw estimate
 
 
 def boundary_blocks(boundary: LogEntry, counter: TokenCounter = ESTIMATE) -> list[Block]:

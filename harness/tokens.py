@@ -11,7 +11,7 @@ which an exact count must include and a calibrated one already absorbs.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -51,6 +51,13 @@ class Estimate:
     def scaled(self, raw: int) -> int:
         """The count of a text whose raw estimate is `raw`."""
         return raw if self.ratio == 1.0 else math.ceil(raw * self.ratio)
+
+    def scaled_sum(self, raws: Iterable[int]) -> int:
+        """`sum(map(self.scaled, raws))`, looped in C: a call sums every block in context
+        under the calibration its last call's usage gave."""
+        if self.ratio == 1.0:
+            return sum(raws)
+        return sum(map(math.ceil, map(self.ratio.__mul__, raws)))
 
     def calibrated(self, ratio: float | None, seq: int | None = None) -> TokenCounter:
         if ratio is None:

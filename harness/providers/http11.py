@@ -317,7 +317,9 @@ class Http11Transport(httpx.AsyncBaseTransport):
         head = b"\r\n".join(lines) + b"\r\n\r\n"
         stream = request.stream
         if isinstance(stream, httpx.ByteStream) and not chunked:  # the common case: one write
-            await connection.stream.write(head + b"".join([part async for part in stream]), timeout)
+            await connection.stream.write(
+                b"".join([head, *[part async for part in stream]]), timeout
+            )
             return
         await connection.stream.write(head, timeout)
         async for part in stream:  # type: ignore[union-attr]

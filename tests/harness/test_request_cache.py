@@ -250,10 +250,14 @@ def test_the_next_call_sums_its_tokens_over_its_new_blocks_alone(monkeypatch) ->
     from harness.tokens import Estimate
 
     scaled: list[int] = []
-    scale = Estimate.scaled
-    monkeypatch.setattr(
-        Estimate, "scaled", lambda self, raw: scaled.append(raw) or scale(self, raw)
-    )
+    scale = Estimate.scaled_sum
+
+    def counted(self, raws):
+        raws = list(raws)
+        scaled.extend(raws)
+        return scale(self, raws)
+
+    monkeypatch.setattr(Estimate, "scaled_sum", counted)
     cache = EntryCache()
     log = [entry for n in range(2, 60) for entry in turn(1 + 4 * n, n)]
     for extra in range(3):  # the sums of the last call are known to the next
@@ -267,3 +271,15 @@ def test_the_next_call_sums_its_tokens_over_its_new_blocks_alone(monkeypatch) ->
     assert 0 < len(scaled) <= 8 < len(grown.blocks)  # the new blocks' (an open loop's at most)
     plain = view(context_entries(log), 0, None).context
     assert (total, estimate) == (plain.tokens, plain.estimate)
+
+
+def test_a_scaled_sum_is_the_sum_of_the_scaled_counts() -> None:
+    import random
+
+    from harness.tokens import Estimate
+
+    chance = random.Random(7)
+    for _ in range(200):
+        counter = Estimate(ratio=chance.choice([1.0, chance.uniform(0.3, 3.0)]))
+        raws = [chance.randrange(0, 5000) for _ in range(chance.randrange(0, 50))]
+        assert counter.scaled_sum(iter(raws)) == sum(map(counter.scaled, raws))
