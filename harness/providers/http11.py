@@ -73,19 +73,22 @@ class Connection:
         self.buffer += data
         return bool(data)
 
-    async def line(self, timeout: float | None, limit: int, what: str) -> bytes:
+    async def until(self, end: bytes, limit: int, what: str, timeout: float | None) -> bytes:
+        """The bytes before the next `end` (taken with it), `what` at most `limit` long."""
         start = 0
         while True:
-            end = self.buffer.find(b"\r\n", start)
-            if end >= 0:
-                line = bytes(self.buffer[:end])
-                del self.buffer[: end + 2]
-                return line
-            if len(self.buffer) > limit:
+            found = self.buffer.find(end, start)
+            if found > limit or (found < 0 and len(self.buffer) > limit):
                 raise httpcore.RemoteProtocolError(f"the {what} is longer than {limit} bytes")
-            start = max(0, len(self.buffer) - 1)
+            if found >= 0:
+                data = bytes(self.buffer[:found])
+                del self.buffer[: found + len(end)]
+                return data
+            start = max(0, len(self.buffer) - len(end) + 1)
             if not await self.fill(timeout):
-                raise httpcore.RemoteProtocolError(f"the server closed the connection in a {what}")
+                raise httpcore.RemoteProtocolError(
+                    f"the server closed the connection before the {what} ended"
+                )
 
     async def exactly(self, size: int, timeout: float | None) -> bytes:
         while len(self.buffer) < size:
@@ -121,10 +124,8 @@ class Head:
         ]
         lengths = {value.strip() for name, value in lowered if name == b"content-length"}
         self.chunked = bool(encodings) and encodings[-1].endswith(b"chunked")
-        self.length: int | None = None
-        if encodings and not self.chunked:
-            self.length = None  # read to the connection's end
-        elif not encodings and lengths:
+        self.length: int | None = None  # with neither: read to the connection's end
+        if not encodings and lengths:
             if len(lengths) > 1 or not all(v.isdigit() for v in lengths):
                 raise httpcore.RemoteProtocolError("the Content-Length is not one number")
             self.length = int(lengths.pop())
@@ -133,21 +134,9 @@ class Head:
 async def head_of(connection: Connection, timeout: float | None) -> Head:
     """The response's head, past any interim 1xx answers."""
     while True:
-        start = 0
-        while True:
-            end = connection.buffer.find(b"\r\n\r\n", start)
-            if end >= 0:
-                break
-            if len(connection.buffer) > HEAD_LIMIT:
-                raise httpcore.RemoteProtocolError(f"the response head is over {HEAD_LIMIT} bytes")
-            start = max(0, len(connection.buffer) - 3)
-            if not await connection.fill(timeout):
-                raise httpcore.RemoteProtocolError("the server closed the connection unanswered")
-        if end > HEAD_LIMIT:
-            raise httpcore.RemoteProtocolError(f"the response head is over {HEAD_LIMIT} bytes")
-        raw = bytes(connection.buffer[:end])
-        del connection.buffer[: end + 4]
-        head = parsed_head(raw)
+        head = parsed_head(
+            await connection.until(b"\r\n\r\n", HEAD_LIMIT, "response head", timeout)
+        )
         if not 100 <= head.status < 200 or head.status == 101:
             return head
 
@@ -210,7 +199,7 @@ class Body(httpx.AsyncByteStream):
     async def chunks(self) -> AsyncIterator[bytes]:
         connection = self.connection
         while True:
-            line = await connection.line(self.timeout, LINE_LIMIT, "chunk size")
+            line = await connection.until(b"\r\n", LINE_LIMIT, "chunk size line", self.timeout)
             size_text = line.split(b";", 1)[0].strip()
             try:
                 size = int(size_text, 16)
@@ -219,7 +208,7 @@ class Body(httpx.AsyncByteStream):
             if size < 0 or not size_text or size_text.startswith((b"-", b"+", b"0x", b"0X")):
                 raise httpcore.RemoteProtocolError(f"not a chunk size: {line[:100]!r}")
             if size == 0:
-                while await connection.line(self.timeout, HEAD_LIMIT, "trailer"):
+                while await connection.until(b"\r\n", HEAD_LIMIT, "trailer", self.timeout):
                     pass
                 return
             async for part in self.sized(size):

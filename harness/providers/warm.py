@@ -5,8 +5,8 @@ The `openai` SDK imports its resources lazily on first use (`client.chat` alone 
 context loads the trusted certificates. Left to the first turn of a process (or of a new
 card), that is most of a second before its first delta. `warm_all()` does it once at start:
 one streamed call through each SDK's real code path, answered in memory by a canned reply
-(no network: httpcore's `AsyncMockBackend` serves it to the wires' `http11` transport), and the shared TLS context of
-`guard`. A wire whose SDK is not installed is skipped. What the warming
+(no network: httpcore's `AsyncMockBackend` serves it to the wires' `http11` transport), and
+the shared TLS context of `guard`. A wire whose SDK is not installed is skipped. What the warming
 loaded is then frozen out of the garbage collector's full walks (`warm_then_freeze`, which a
 serving process runs on a thread of its own once it serves: `horsie_site.readiness`).
 """
