@@ -88,18 +88,36 @@ class EmbeddedChannelLayer(InMemoryChannelLayer):
         assert isinstance(message, dict), "message is not a dict"
         self.require_valid_channel_name(channel)
         assert "__asgi_channel__" not in message
-        queue = self.channels.get(channel)
-        if queue is None:
-            queue = self.channels[channel] = asyncio.Queue(maxsize=self.get_capacity(channel))
-        try:
-            queue.put_nowait((time.time() + self.expiry, copied(message)))
-        except asyncio.QueueFull:
-            raise ChannelFull(channel) from None
+        item = (time.time() + self.expiry, copied(message))
+        with self.lock:  # with the receiver's drop of an empty queue: never into a dropped one
+            queue = self.channels.get(channel)
+            if queue is None:
+                queue = self.channels[channel] = asyncio.Queue(maxsize=self.get_capacity(channel))
+            try:
+                queue.put_nowait(item)
+            except asyncio.QueueFull:
+                raise ChannelFull(channel) from None
 
     async def receive(self, channel: str) -> dict[str, Any]:
+        """Channels' `receive`, but a queue left empty is dropped under the lock a sender on
+        another thread puts under: a message put between the check and the drop was lost."""
         self.receiver_loops[channel] = asyncio.get_running_loop()
         try:
-            return await super().receive(channel)
+            self.require_valid_channel_name(channel)
+            self._clean_expired()
+            with self.lock:
+                queue = self.channels.get(channel)
+                if queue is None:
+                    queue = self.channels[channel] = asyncio.Queue(
+                        maxsize=self.get_capacity(channel)
+                    )
+            try:
+                _, message = await queue.get()
+            finally:
+                with self.lock:
+                    if queue.empty() and self.channels.get(channel) is queue:
+                        del self.channels[channel]
+            return message  # type: ignore[no-any-return]
         finally:
             self.receiver_loops.pop(channel, None)
 
